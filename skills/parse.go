@@ -82,4 +82,3 @@ func Parse(data []byte, defaultName string) (Skill, error) {
 	}
 	return sk, nil
 }
-
