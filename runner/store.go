@@ -1,0 +1,460 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// StoreFile is the name of the database file inside the store directory.
+const StoreFile = "gohands.db"
+
+// DeliveryRetention is how long a webhook delivery ID is remembered for
+// de-duplication. GitHub redelivers within days, not weeks.
+const DeliveryRetention = 7 * 24 * time.Hour
+
+// ErrNotFound is returned when a job does not exist in the store.
+var ErrNotFound = errors.New("not found")
+
+// errStoreClosed is returned by writes after Close.
+var errStoreClosed = errors.New("store is closed")
+
+// maxBatch bounds how many concurrent writes share one transaction.
+const maxBatch = 256
+
+// Bucket names. The layout, one bucket each:
+//
+//	jobs       job ID → JSON Job (IDs sort by creation time)
+//	keyjobs    lower(owner/repo#n) NUL job ID → empty (index for Jobs(key))
+//	heads      lower(owner/repo#n) → JSON head: the running job and the queued jobs, in order
+//	deliveries X-GitHub-Delivery → 8-byte big-endian unix nanos + job ID
+//	events     job ID → sub-bucket of 8-byte sequence → JSON event
+//	once       name → RFC 3339 time of the first call
+var (
+	bucketJobs       = []byte("jobs")
+	bucketKeyJobs    = []byte("keyjobs")
+	bucketHeads      = []byte("heads")
+	bucketDeliveries = []byte("deliveries")
+	bucketEvents     = []byte("events")
+	bucketOnce       = []byte("once")
+	allBuckets       = [][]byte{bucketJobs, bucketKeyJobs, bucketHeads, bucketDeliveries, bucketEvents, bucketOnce}
+)
+
+// Store is the durable state of gohands: jobs, their event logs, the webhook
+// deliveries already seen and "do once" markers, in one bbolt file.
+//
+// bbolt is used because it is pure Go (the binary stays static), keeps
+// everything in one file, and its transactions are ACID and fsync'd on
+// commit. Concurrent writes are grouped into one transaction (group commit),
+// so many webhooks arriving at once share one fsync.
+type Store struct {
+	db *bolt.DB
+
+	closeMu sync.RWMutex
+	closed  bool
+	ops     chan *writeOp
+	written chan struct{} // closed when the writer has drained ops
+
+	idMu   sync.Mutex
+	lastID time.Time
+}
+
+// OpenStore opens (creating it and dir if needed) the store in dir and
+// forgets deliveries older than DeliveryRetention. A store is used by one
+// process at a time: a second open waits a few seconds, then fails.
+func OpenStore(dir string) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("open store: store.path is empty")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	path := filepath.Join(dir, StoreFile)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 3 * time.Second, FreelistType: bolt.FreelistMapType})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open store %s: it is in use by another gohands process", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{db: db, ops: make(chan *writeOp), written: make(chan struct{})}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		if k, _ := tx.Bucket(bucketJobs).Cursor().Last(); k != nil {
+			s.lastID = idTime(string(k))
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	go s.writeLoop()
+	if _, err := s.PruneDeliveries(context.Background(), time.Now().Add(-DeliveryRetention)); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close waits for pending writes and closes the database file. It is safe
+// to call twice.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.ops)
+	s.closeMu.Unlock()
+	<-s.written
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	return nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.db.Path() }
+
+// writeOp is one write waiting for the group commit.
+type writeOp struct {
+	fn   func(*bolt.Tx) error
+	done chan error
+}
+
+// update runs fn in a write transaction shared with other concurrent
+// writes, and returns once that transaction is on disk. fn may be called
+// more than once (when another write in the same batch fails, each is
+// retried alone), so it must only touch the transaction and variables that
+// it sets afresh on each call.
+func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return errStoreClosed
+	}
+	select {
+	case s.ops <- op:
+	case <-ctx.Done():
+		s.closeMu.RUnlock()
+		return context.Cause(ctx)
+	}
+	s.closeMu.RUnlock()
+	return <-op.done
+}
+
+// writeLoop takes every write waiting at the moment and commits them in one
+// transaction: under load, a batch forms while the previous one fsyncs, so
+// no write waits for a timer.
+func (s *Store) writeLoop() {
+	defer close(s.written)
+	batch := make([]*writeOp, 0, maxBatch)
+	for op := range s.ops {
+		batch = append(batch[:0], op)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case op, ok := <-s.ops:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, op)
+			default:
+				break drain
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// errInBatch marks a batch aborted because one of its functions failed.
+var errInBatch = errors.New("a write in the batch failed")
+
+func (s *Store) commit(batch []*writeOp) {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, op := range batch {
+			if err := op.fn(tx); err != nil {
+				return errInBatch
+			}
+		}
+		return nil
+	})
+	if !errors.Is(err, errInBatch) {
+		for _, op := range batch {
+			op.done <- err
+		}
+		return
+	}
+	// One function failed and took the others down with it: run each alone,
+	// in order, so each gets its own result.
+	for _, op := range batch {
+		op.done <- s.db.Update(op.fn)
+	}
+}
+
+// newJobID returns a unique ID that sorts by creation time, such as
+// 20261121T142300.123456-9f86d081. IDs never go backwards within a store,
+// even when the clock does.
+func (s *Store) newJobID(now time.Time) string {
+	s.idMu.Lock()
+	t := now.UTC().Truncate(time.Microsecond)
+	if !t.After(s.lastID) {
+		t = s.lastID.Add(time.Microsecond)
+	}
+	s.lastID = t
+	s.idMu.Unlock()
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return t.Format(idTimeLayout) + "-" + hex.EncodeToString(b[:])
+}
+
+const idTimeLayout = "20060102T150405.000000"
+
+// idTime is the creation time encoded in a job ID; zero when it has none.
+func idTime(id string) time.Time {
+	ts, _, _ := strings.Cut(id, "-")
+	t, err := time.Parse(idTimeLayout, ts)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// Job returns the job with the given ID, or an error wrapping ErrNotFound.
+func (s *Store) Job(id string) (*Job, error) {
+	var job *Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		job, err = getJob(tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// Jobs returns every job for key, oldest first.
+func (s *Store) Jobs(key Key) ([]*Job, error) {
+	var jobs []*Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		jobs = nil
+		prefix := []byte(keyID(key) + "\x00")
+		c := tx.Bucket(bucketKeyJobs).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, _ = c.Next() {
+			job, err := getJob(tx, string(k[len(prefix):]))
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, job)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jobs for %s: %w", key, err)
+	}
+	return jobs, nil
+}
+
+// AppendEvent adds event, encoded as JSON, to the end of the job's event
+// log. The log is append-only and keeps the order of the calls.
+func (s *Store) AppendEvent(ctx context.Context, jobID string, event any) error {
+	data, err := json.Marshal(event)
+	if err != nil {
+		return fmt.Errorf("append event to job %s: encode: %w", jobID, err)
+	}
+	err = s.update(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketJobs).Get([]byte(jobID)) == nil {
+			return fmt.Errorf("job %s: %w", jobID, ErrNotFound)
+		}
+		b, err := tx.Bucket(bucketEvents).CreateBucketIfNotExists([]byte(jobID))
+		if err != nil {
+			return err
+		}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		return b.Put(binary.BigEndian.AppendUint64(nil, seq), data)
+	})
+	if err != nil {
+		return fmt.Errorf("append event to job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// Events returns the job's event log in the order it was written; empty
+// when the job has none.
+func (s *Store) Events(jobID string) ([]json.RawMessage, error) {
+	var events []json.RawMessage
+	err := s.db.View(func(tx *bolt.Tx) error {
+		events = nil
+		b := tx.Bucket(bucketEvents).Bucket([]byte(jobID))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			events = append(events, json.RawMessage(append([]byte(nil), v...)))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events of job %s: %w", jobID, err)
+	}
+	return events, nil
+}
+
+// Once reports whether this is the first call with name, ever, for this
+// store: it is a persisted "do this only once" marker, such as one polite
+// reply per issue to someone without write access.
+func (s *Store) Once(ctx context.Context, name string) (first bool, err error) {
+	if name == "" {
+		return false, errors.New("once: name is empty")
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	err = s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketOnce)
+		first = b.Get([]byte(name)) == nil
+		if !first {
+			return nil
+		}
+		return b.Put([]byte(name), []byte(now))
+	})
+	if err != nil {
+		return false, fmt.Errorf("once %q: %w", name, err)
+	}
+	return first, nil
+}
+
+// PruneDeliveries forgets the deliveries received before t, returning how
+// many it removed. OpenStore and Queue.Run call it; redeliveries of older
+// webhooks are then treated as new.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int, error) {
+	var n int
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		n = 0
+		b := tx.Bucket(bucketDeliveries)
+		var old [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			if len(v) < 8 || int64(binary.BigEndian.Uint64(v)) < before.UnixNano() {
+				old = append(old, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range old {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(old)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// keyID is the store's name for a key. GitHub owner and repository names
+// are case-insensitive, so it is lower-cased: Octo/Hello#1 and octo/hello#1
+// are one key.
+func keyID(k Key) string { return strings.ToLower(k.String()) }
+
+// head is the live state of one key: the job running for it (at most one)
+// and the jobs waiting, in the order they will run. Keys with neither have
+// no head.
+type head struct {
+	Running string   `json:"running,omitempty"`
+	Queued  []string `json:"queued,omitempty"`
+}
+
+func getHead(tx *bolt.Tx, kid string) (head, error) {
+	var h head
+	v := tx.Bucket(bucketHeads).Get([]byte(kid))
+	if v == nil {
+		return h, nil
+	}
+	if err := json.Unmarshal(v, &h); err != nil {
+		return h, fmt.Errorf("decode state of %s: %w", kid, err)
+	}
+	return h, nil
+}
+
+func putHead(tx *bolt.Tx, kid string, h head) error {
+	b := tx.Bucket(bucketHeads)
+	if h.Running == "" && len(h.Queued) == 0 {
+		return b.Delete([]byte(kid))
+	}
+	data, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(kid), data)
+}
+
+func getJob(tx *bolt.Tx, id string) (*Job, error) {
+	v := tx.Bucket(bucketJobs).Get([]byte(id))
+	if v == nil {
+		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	job := new(Job)
+	if err := json.Unmarshal(v, job); err != nil {
+		return nil, fmt.Errorf("decode job %s: %w", id, err)
+	}
+	return job, nil
+}
+
+func putJob(tx *bolt.Tx, job *Job) error {
+	data, err := json.Marshal(job)
+	if err != nil {
+		return fmt.Errorf("encode job %s: %w", job.ID, err)
+	}
+	return tx.Bucket(bucketJobs).Put([]byte(job.ID), data)
+}
+
+// newJobTx stores a new job and indexes it under its key.
+func newJobTx(tx *bolt.Tx, job *Job) error {
+	if err := putJob(tx, job); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketKeyJobs).Put([]byte(keyID(job.Key)+"\x00"+job.ID), nil)
+}
+
+// delivery looks up a delivery ID, returning the job it went to.
+func delivery(tx *bolt.Tx, id string) (jobID string, seen bool) {
+	v := tx.Bucket(bucketDeliveries).Get([]byte(id))
+	if v == nil {
+		return "", false
+	}
+	if len(v) > 8 {
+		jobID = string(v[8:])
+	}
+	return jobID, true
+}
+
+func putDelivery(tx *bolt.Tx, id, jobID string, at time.Time) error {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(jobID)), uint64(at.UnixNano()))
+	return tx.Bucket(bucketDeliveries).Put([]byte(id), append(v, jobID...))
+}
