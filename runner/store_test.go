@@ -1,0 +1,243 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestStoreEventsKeepOrder(t *testing.T) {
+	dir := t.TempDir()
+	s := mustStore(t, dir)
+	q := mustQueue(t, s, newFakeExec(), 1)
+	job := mustEnqueue(t, q, req(key(1), "d1", "")).Job
+	ctx := context.Background()
+	type ev struct {
+		Kind string `json:"kind"`
+		N    int    `json:"n"`
+	}
+	for i := range 5 {
+		if err := s.AppendEvent(ctx, job.ID, ev{"step", i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustStore(t, dir)
+	events, err := s.Events(job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, raw := range events {
+		var e ev
+		if err := json.Unmarshal(raw, &e); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.N)
+	}
+	if !slices.Equal(got, []int{0, 1, 2, 3, 4}) {
+		t.Fatalf("events after reopen %v; want 0..4 in order", got)
+	}
+	if events, err := s.Events("no-such-job"); err != nil || len(events) != 0 {
+		t.Fatalf("Events(unknown) = %v, %v; want none", events, err)
+	}
+}
+
+func TestStoreAppendEventErrors(t *testing.T) {
+	s := mustStore(t, t.TempDir())
+	ctx := context.Background()
+	if err := s.AppendEvent(ctx, "no-such-job", "x"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("AppendEvent(unknown job) = %v; want ErrNotFound", err)
+	}
+	q := mustQueue(t, s, newFakeExec(), 1)
+	job := mustEnqueue(t, q, req(key(1), "d1", "")).Job
+	if err := s.AppendEvent(ctx, job.ID, func() {}); err == nil || !strings.Contains(err.Error(), "encode") {
+		t.Errorf("AppendEvent(func) = %v; want an encode error", err)
+	}
+}
+
+// Concurrent writes share transactions; one that fails must not take the
+// others with it.
+func TestStoreGroupCommitIsolatesFailures(t *testing.T) {
+	s := mustStore(t, t.TempDir())
+	q := mustQueue(t, s, newFakeExec(), 1)
+	job := mustEnqueue(t, q, req(key(1), "d1", "")).Job
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 200)
+	for i := range errs {
+		wg.Go(func() {
+			id := job.ID
+			if i%2 == 1 {
+				id = "missing"
+			}
+			errs[i] = s.AppendEvent(ctx, id, i)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i%2 == 0 && err != nil {
+			t.Errorf("append %d: %v", i, err)
+		}
+		if i%2 == 1 && !errors.Is(err, ErrNotFound) {
+			t.Errorf("append %d to a missing job: %v; want ErrNotFound", i, err)
+		}
+	}
+	events, err := s.Events(job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 100 {
+		t.Fatalf("%d events stored; want 100", len(events))
+	}
+}
+
+func TestStoreOnce(t *testing.T) {
+	dir := t.TempDir()
+	s := mustStore(t, dir)
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		first bool
+	}{
+		{"reply:octo/hello#1:mallory", true},
+		{"reply:octo/hello#1:mallory", false},
+		{"reply:octo/hello#2:mallory", true},
+	}
+	for _, tt := range tests {
+		if first, err := s.Once(ctx, tt.name); err != nil || first != tt.first {
+			t.Fatalf("Once(%q) = %v, %v; want %v", tt.name, first, err, tt.first)
+		}
+	}
+	if _, err := s.Once(ctx, ""); err == nil {
+		t.Error("Once(\"\") = nil error; want one")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustStore(t, dir)
+	if first, err := s.Once(ctx, "reply:octo/hello#1:mallory"); err != nil || first {
+		t.Fatalf("Once after reopen = %v, %v; want false", first, err)
+	}
+}
+
+func TestStoreJobIDsSortAndAreUnique(t *testing.T) {
+	s := mustStore(t, t.TempDir())
+	now := time.Date(2026, 11, 21, 14, 23, 0, 0, time.UTC)
+	seen := make(map[string]bool)
+	prev := ""
+	for i := range 1000 {
+		at := now
+		if i == 500 {
+			at = now.Add(-time.Hour) // the clock went back
+		}
+		id := s.newJobID(at)
+		if id <= prev || seen[id] {
+			t.Fatalf("id %d %q after %q; want strictly increasing and unique", i, id, prev)
+		}
+		seen[id], prev = true, id
+	}
+	if !strings.HasPrefix(prev, "20261121T142300.") {
+		t.Errorf("id %q; want it to start with the creation time", prev)
+	}
+	if got := idTime(prev); got.Before(now) || got.After(now.Add(time.Second)) {
+		t.Errorf("idTime(%q) = %v; want about %v", prev, got, now)
+	}
+}
+
+func TestStoreOpenErrors(t *testing.T) {
+	if _, err := OpenStore(""); err == nil || !strings.Contains(err.Error(), "store.path") {
+		t.Errorf("OpenStore(\"\") = %v; want an error naming store.path", err)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenStore(file); err == nil {
+		t.Error("OpenStore(a file) = nil error; want one")
+	}
+	corrupt := t.TempDir()
+	if err := os.WriteFile(filepath.Join(corrupt, StoreFile), []byte("not a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenStore(corrupt); err == nil || !strings.Contains(err.Error(), StoreFile) {
+		t.Errorf("OpenStore(corrupt) = %v; want an error naming the file", err)
+	}
+}
+
+func TestStoreInUse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the lock timeout")
+	}
+	dir := t.TempDir()
+	mustStore(t, dir)
+	_, err := OpenStore(dir)
+	if err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second OpenStore = %v; want an error saying it is in use", err)
+	}
+}
+
+func TestStoreClosed(t *testing.T) {
+	s := mustStore(t, t.TempDir())
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close = %v; want nil", err)
+	}
+	if _, err := s.Once(context.Background(), "x"); err == nil {
+		t.Error("Once after Close = nil error; want one")
+	}
+	if _, err := s.Job("x"); err == nil {
+		t.Error("Job after Close = nil error; want one")
+	}
+}
+
+// BenchmarkEnqueue measures Enqueue on a disk-backed store from parallel
+// callers (webhook deliveries), reporting the 99th percentile latency.
+func BenchmarkEnqueue(b *testing.B) {
+	s := mustStore(b, b.TempDir())
+	q := mustQueue(b, s, newFakeExec(), 1)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var lat []time.Duration
+	var n int64
+	var nmu sync.Mutex
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var mine []time.Duration
+		for pb.Next() {
+			nmu.Lock()
+			n++
+			i := n
+			nmu.Unlock()
+			start := time.Now()
+			_, err := q.Enqueue(ctx, req(key(int(i)), fmt.Sprint("delivery-", i), "do the thing"))
+			mine = append(mine, time.Since(start))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+		mu.Lock()
+		lat = append(lat, mine...)
+		mu.Unlock()
+	})
+	b.StopTimer()
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	}
+}
