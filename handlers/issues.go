@@ -1,0 +1,67 @@
+package handlers
+
+import (
+	"context"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/gohands/gohands/runner"
+)
+
+// Issues starts a job when an issue is labeled with the bot's label or
+// assigned to the bot, and cancels it when the label is removed.
+// https://docs.github.com/en/webhooks/webhook-events-and-payloads#issues
+type Issues struct{ Base }
+
+var _ githubapp.EventHandler = (*Issues)(nil)
+
+// Handles lists the events this handler handles.
+func (h *Issues) Handles() []string { return []string{"issues"} }
+
+// Handle handles one issues event.
+func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
+	var ev github.IssuesEvent
+	if err := decode(eventType, payload, &ev); err != nil {
+		return err
+	}
+	var trigger runner.Trigger
+	switch ev.GetAction() {
+	case "labeled", "unlabeled":
+		if !strings.EqualFold(ev.GetLabel().GetName(), h.Label) {
+			return nil
+		}
+		trigger = runner.TriggerLabel
+	case "assigned":
+		if !strings.EqualFold(ev.GetAssignee().GetLogin(), h.Bot.Login) {
+			return nil
+		}
+		trigger = runner.TriggerAssign
+	default:
+		return nil
+	}
+	if h.isBot(ev.GetSender()) {
+		return nil
+	}
+	key, err := keyOf(ev.GetRepo(), ev.GetIssue().GetNumber())
+	if err != nil {
+		return &BadPayloadError{Event: eventType, Err: err}
+	}
+	req := runner.Request{
+		Key:            key,
+		DeliveryID:     deliveryID,
+		InstallationID: ev.GetInstallation().GetID(),
+		Trigger:        trigger,
+		IsPullRequest:  ev.GetIssue().IsPullRequest(),
+		Requester:      ev.GetSender().GetLogin(),
+	}
+	client, err := h.client(ctx, req.InstallationID)
+	if err != nil {
+		return err
+	}
+	if ev.GetAction() == "unlabeled" {
+		return h.stop(ctx, client, req, ack{})
+	}
+	return h.submit(ctx, client, req, ack{})
+}

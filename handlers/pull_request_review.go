@@ -1,0 +1,46 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/gohands/gohands/runner"
+)
+
+// PullRequestReview handles @-mentions in the body of a submitted review:
+// the job addresses the review's comments on the PR's branch.
+// https://docs.github.com/en/webhooks/webhook-events-and-payloads#pull_request_review
+type PullRequestReview struct{ Base }
+
+var _ githubapp.EventHandler = (*PullRequestReview)(nil)
+
+// Handles lists the events this handler handles.
+func (h *PullRequestReview) Handles() []string { return []string{"pull_request_review"} }
+
+// Handle handles one pull_request_review event.
+func (h *PullRequestReview) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
+	var ev github.PullRequestReviewEvent
+	if err := decode(eventType, payload, &ev); err != nil {
+		return err
+	}
+	if ev.GetAction() != "submitted" || h.isBot(ev.GetReview().GetUser()) || h.isBot(ev.GetSender()) {
+		return nil
+	}
+	key, err := keyOf(ev.GetRepo(), ev.GetPullRequest().GetNumber())
+	if err != nil {
+		return &BadPayloadError{Event: eventType, Err: err}
+	}
+	req := runner.Request{
+		Key:            key,
+		DeliveryID:     deliveryID,
+		InstallationID: ev.GetInstallation().GetID(),
+		Trigger:        runner.TriggerReview,
+		IsPullRequest:  true,
+		Requester:      ev.GetReview().GetUser().GetLogin(),
+		ReviewID:       ev.GetReview().GetID(),
+	}
+	// A review has no reaction API of its own; the 👀 goes on the PR.
+	return h.command(ctx, req.InstallationID, req, ev.GetReview().GetBody(), ack{})
+}
