@@ -62,8 +62,8 @@ type shell struct {
 	workDir   string
 	maxOutput int
 
-	mu      sync.Mutex // serializes Exec calls
-	conn    shellConn
+	mu   sync.Mutex // serializes Exec calls
+	conn shellConn
 
 	liveMu sync.Mutex // guards live and closed, for close during an Exec
 	live   shellConn
