@@ -271,7 +271,7 @@ func (a *run) runTerminal(ctx context.Context, raw string) (observation, error) 
 	}
 	switch {
 	case res.TimedOut:
-		fmt.Fprintf(&b, "[The command timed out and was interrupted. Run it again with a larger \"timeout\", or in the background with its output sent to a file.]\n")
+		fmt.Fprintf(&b, "[The command ran past its timeout. Run it again with a larger \"timeout\", or in the background with its output sent to a file.]\n")
 	case res.Running:
 		fmt.Fprintf(&b, "[The command is still running. Call the terminal with is_input=true: an empty command shows more output, text is sent to the process, C-c interrupts it.]\n")
 	}
