@@ -125,8 +125,12 @@ func (c *Cache) prepare(ctx context.Context, id repoID, auth transport.AuthMetho
 	mirror := id.mirrorPath(c.dir)
 	var baseHash, branchHash plumbing.Hash
 	err := c.withRepoLock(ctx, mirror, func() error {
+		_, statErr := os.Stat(mirror)
 		repo, err := syncMirror(ctx, mirror, opts.CloneURL, auth)
 		if err != nil {
+			if errors.Is(statErr, fs.ErrNotExist) {
+				os.RemoveAll(mirror) // a first fetch failed: keep no empty mirror
+			}
 			return err
 		}
 		ref, err := repo.Reference(plumbing.NewBranchReferenceName(opts.BaseBranch), false)

@@ -512,6 +512,9 @@ func TestPrepareErrors(t *testing.T) {
 			}
 		})
 	}
+	if m, _ := filepath.Glob(filepath.Join(f.cache.Dir(), "*", "acme", "nope.git")); len(m) != 0 {
+		t.Errorf("a failed first fetch left a mirror: %v", m)
+	}
 	// A failed push names the URL, not the token.
 	ws := mustPrepare(t, f.cache, f.opts(t, "gohands/issue-2"))
 	mustWrite(t, ws.Dir, "x", "x")
