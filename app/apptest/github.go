@@ -4,6 +4,7 @@
 package apptest
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
@@ -71,6 +72,8 @@ type GitHubCall struct {
 	Path   string
 	Query  string
 	Status int
+	// Body is the request body as sent, so tests can check what reached GitHub (e.g. that secrets were masked).
+	Body string
 	// Actor is the login the request was authenticated as ("" when none).
 	Actor string
 	Time  time.Time
@@ -78,7 +81,8 @@ type GitHubCall struct {
 
 // GitHub is an in-memory GitHub REST API for tests and the offline demo: it
 // keeps repositories, issues, pull requests, comments and reactions, checks
-// App JWTs and installation tokens, and records every call.
+// App JWTs and installation tokens, and records every call. Responses are
+// go-github types encoded as GitHub does; html_url links point at the emulator.
 type GitHub struct {
 	// URL is the API base URL without a trailing slash; go-github wants URL+"/".
 	URL string
@@ -169,10 +173,19 @@ func NewGitHubServer(opts GitHubOptions) (*GitHub, error) {
 	return g, nil
 }
 
+// sharedKey is the App key of emulators made by NewGitHub: one RSA key per
+// test binary instead of one per test, which costs a tenth of a second each.
+var sharedKey = sync.OnceValues(func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) })
+
 // NewGitHub starts a GitHub emulator for a test and closes it when the test ends.
+// Emulators made this way in one test binary share one App key.
 func NewGitHub(tb testing.TB) *GitHub {
 	tb.Helper()
-	g, err := NewGitHubServer(GitHubOptions{})
+	key, err := sharedKey()
+	if err != nil {
+		tb.Fatalf("generate app key: %v", err)
+	}
+	g, err := NewGitHubServer(GitHubOptions{PrivateKey: key})
 	if err != nil {
 		tb.Fatalf("start GitHub emulator: %v", err)
 	}
@@ -315,6 +328,12 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 
 // ServeHTTP routes a request to the emulated endpoint and records it.
 func (g *GitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	sw := &statusWriter{ResponseWriter: w}
@@ -322,18 +341,13 @@ func (g *GitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		g.calls = append(g.calls, GitHubCall{
 			Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-			Status: sw.status, Actor: c.actor, Time: time.Now(),
+			Status: sw.status, Body: string(body), Actor: c.actor, Time: time.Now(),
 		})
 	}()
 	segs := splitPath(r.URL.Path)
-	pathMatched := false
 	for _, rt := range g.routes {
 		params, ok := matchRoute(rt.pattern, segs)
-		if !ok {
-			continue
-		}
-		pathMatched = true
-		if rt.method != r.Method {
+		if !ok || rt.method != r.Method {
 			continue
 		}
 		c.params = params
@@ -343,10 +357,7 @@ func (g *GitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.handle(c)
 		return
 	}
-	if pathMatched {
-		c.fail(http.StatusNotFound, "Not Found") // GitHub answers 404 to a wrong method too
-		return
-	}
+	// Unknown paths, and known paths with a method GitHub does not serve there, get GitHub's 404.
 	c.fail(http.StatusNotFound, "Not Found")
 }
 

@@ -227,6 +227,8 @@ func (g *GitHub) AddRepo(r GitHubRepo) {
 }
 
 // SetPermission gives user a role on a repository: admin, maintain, write, triage, read or none.
+// Users never given a role get "none" from the permission endpoint (the emulator does not model
+// GitHub's 404 for logins that do not exist).
 func (g *GitHub) SetPermission(owner, repo, user, perm string) error {
 	if !slices.Contains(validPermissions, perm) {
 		return fmt.Errorf("permission %q: want one of %v", perm, validPermissions)
@@ -917,7 +919,8 @@ func (g *GitHub) getReviewComment(c *ghCtx) {
 	}
 }
 
-// headMatches reports whether a PR's head matches the "owner:branch" filter of GET /pulls.
+// headMatches reports whether a PR's head matches the "owner:branch" filter of
+// GET /pulls; a filter without an owner is taken as a branch of any repository.
 func headMatches(p *ghPull, filter string) bool {
 	owner, branch, ok := strings.Cut(filter, ":")
 	if !ok {

@@ -573,3 +573,29 @@ func TestGitHubWebhookRequest(t *testing.T) {
 		t.Fatal("empty event accepted")
 	}
 }
+
+func ExampleNewGitHubServer() {
+	g, err := NewGitHubServer(GitHubOptions{Slug: "gohands"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer g.Close()
+	g.AddRepo(GitHubRepo{Owner: "acme", Name: "calc"})
+	n, _ := g.AddIssue("acme", "calc", GitHubIssue{Title: "Divide by zero", Author: "alice"})
+
+	client := g.Client(g.InstallationToken()) // a real go-github client
+	ctx := context.Background()
+	_, _, err = client.Issues.CreateComment(ctx, "acme", "calc", n, &github.IssueComment{Body: github.String("On it.")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	comments, _ := g.Comments("acme", "calc", n)
+	fmt.Println(comments[0].Author, comments[0].Body)
+	calls := g.Calls()
+	fmt.Println(calls[0].Method, calls[0].Path, calls[0].Status)
+	// Output:
+	// gohands[bot] On it.
+	// POST /repos/acme/calc/issues/1/comments 201
+}

@@ -47,6 +47,16 @@ func mustValue[T any](tb testing.TB) func(T, error) T {
 	}
 }
 
+// mustNotLeak fails when any request that reached the emulator carried secret.
+func mustNotLeak(tb testing.TB, g *apptest.GitHub, secret string) {
+	tb.Helper()
+	for _, c := range g.Calls() {
+		if strings.Contains(c.Body, secret) {
+			tb.Fatalf("%s %s sent %q to GitHub", c.Method, c.Path, secret)
+		}
+	}
+}
+
 func countCalls(g *apptest.GitHub, method, pathContains string) int {
 	n := 0
 	for _, c := range g.Calls() {
@@ -263,6 +273,7 @@ func TestReactAndReply(t *testing.T) {
 	if len(thread) != 2 || thread[1].InReplyTo != rc || thread[1].Body != "Because ****." {
 		t.Fatalf("thread = %+v", thread)
 	}
+	mustNotLeak(t, g, "sk-secret")
 	_, err = Reply(ctx, c, Key{"acme", "calc", n}, ReplyTarget{}, "Because.", nil)
 	must(t, err)
 	cs, err := g.Comments("acme", "calc", n)
@@ -321,6 +332,8 @@ func TestTracker(t *testing.T) {
 	if !strings.Contains(final, "Failed") || strings.Contains(final, "ghs_token") || strings.Contains(final, "late") {
 		t.Fatalf("final = %q", final)
 	}
+
+	mustNotLeak(t, g, "ghs_token")
 
 	// Another job gets its own comment.
 	tr3 := &Tracker{Client: c, Key: key, JobID: "j2"}
@@ -419,6 +432,7 @@ func TestEnsurePullRequestMasks(t *testing.T) {
 	if prs[0].Title != "fix ****" || prs[0].Body != "token **** here" {
 		t.Fatalf("PR = %q / %q", prs[0].Title, prs[0].Body)
 	}
+	mustNotLeak(t, g, "sk-live")
 }
 
 func TestEnsurePullRequestRace(t *testing.T) {
