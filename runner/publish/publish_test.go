@@ -361,6 +361,19 @@ func TestTrackerCreatesWhenStartFailed(t *testing.T) {
 	if len(cs) != 1 || !strings.Contains(cs[0].Body, "answered") {
 		t.Fatalf("comments = %+v", cs)
 	}
+
+	// A restarted attempt whose Start failed still reuses the comment on its first write.
+	tr2 := &Tracker{Client: g.Client("ghs_expired"), Key: Key{"acme", "calc", n}, JobID: "j1"}
+	if err := tr2.Start(ctx); err == nil {
+		t.Fatal("Start with a bad token succeeded")
+	}
+	tr2.Client = g.Client(g.InstallationToken())
+	must(t, tr2.Update(ctx, Status{Phase: PhaseRunning}))
+	cs, err = g.Comments("acme", "calc", n)
+	must(t, err)
+	if len(cs) != 1 || !strings.Contains(cs[0].Body, "Working") {
+		t.Fatalf("after restart: %+v", cs)
+	}
 }
 
 func TestEnsurePullRequest(t *testing.T) {

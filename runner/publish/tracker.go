@@ -33,6 +33,7 @@ type Tracker struct {
 	lastPhase Phase
 	lastBody  string
 	finished  bool
+	searched  bool // FindTracking has run successfully
 }
 
 // CommentID returns the tracking comment's id, 0 before Start.
@@ -57,11 +58,9 @@ func (t *Tracker) Start(ctx context.Context) error {
 	if t.JobID == "" {
 		return fmt.Errorf("tracking comment on %s: empty job id", t.Key)
 	}
-	id, url, err := FindTracking(ctx, t.Client, t.Key, t.JobID)
-	if err != nil {
+	if err := t.find(ctx); err != nil {
 		return err
 	}
-	t.commentID, t.url = id, url
 	return t.write(ctx, PhaseQueued, RenderStatus(t.JobID, Status{Phase: PhaseQueued}))
 }
 
@@ -94,10 +93,26 @@ func (t *Tracker) Finish(ctx context.Context, o Outcome) error {
 	return nil
 }
 
+// find looks for a comment a previous attempt left, once. It must be called with t.mu held.
+func (t *Tracker) find(ctx context.Context) error {
+	if t.searched || t.commentID != 0 {
+		return nil
+	}
+	id, url, err := FindTracking(ctx, t.Client, t.Key, t.JobID)
+	if err != nil {
+		return err
+	}
+	t.commentID, t.url, t.searched = id, url, true
+	return nil
+}
+
 // write puts body in the tracking comment, creating the comment if Start
 // could not. It must be called with t.mu held.
 func (t *Tracker) write(ctx context.Context, phase Phase, body string) error {
 	body = t.Mask.apply(body)
+	if err := t.find(ctx); err != nil {
+		return err
+	}
 	if body == t.lastBody && t.commentID != 0 {
 		return nil
 	}
