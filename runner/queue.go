@@ -22,10 +22,22 @@ const DefaultWorkers = 4
 const pruneEvery = time.Hour
 
 // ErrShutdown is the cause of a running job's context being cancelled when
-// the process stops. An Executor that sees it (context.Cause) should reach a
-// safe point quickly; the job is put back in the queue and runs again on
-// the next start, resuming from its pushed branch.
+// the process stops. A job whose context was cancelled so, or whose Execute
+// returns an error wrapping ErrShutdown, is put back in the queue and runs
+// again on the next start, resuming from its pushed branch.
 var ErrShutdown = errors.New("gohands is shutting down")
+
+type stoppingKey struct{}
+
+// Stopping returns a channel that is closed when the process begins to shut
+// down, QueueOptions.ShutdownGrace before the job's context is cancelled: an
+// Executor can watch it to stop at its next safe point (push what it has,
+// then return an error wrapping ErrShutdown). It is nil, so never ready,
+// for a context that does not come from a Queue.
+func Stopping(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(stoppingKey{}).(chan struct{})
+	return ch
+}
 
 // CancelledError is the cause of a running job's context being cancelled
 // by Queue.Cancel.
@@ -64,6 +76,10 @@ type QueueOptions struct {
 	Workers int
 	// Logger receives the queue's logs; slog.Default() when nil.
 	Logger *slog.Logger
+	// ShutdownGrace is how long running jobs get, once shutdown begins
+	// (Stopping), to reach a safe point before their contexts are cancelled
+	// with ErrShutdown; zero cancels them at once.
+	ShutdownGrace time.Duration
 	// Notify, when set, is called after every change of a job's state (and
 	// when a new job is queued), from the goroutine that made the change. It
 	// must not block.
@@ -100,6 +116,7 @@ type Queue struct {
 	workers int
 	log     *slog.Logger
 	notify  func(Event)
+	grace   time.Duration
 
 	wake chan struct{} // a job was queued or finished: look for work
 
@@ -113,8 +130,9 @@ type Queue struct {
 
 // run is a job in progress in this process.
 type run struct {
-	id     string
-	cancel context.CancelCauseFunc
+	id       string
+	cancel   context.CancelCauseFunc
+	stopping chan struct{} // closed when shutdown begins
 }
 
 // NewQueue returns a queue over store that runs jobs with exec once Run
@@ -126,6 +144,7 @@ func NewQueue(store *Store, exec Executor, opts QueueOptions) *Queue {
 		workers: cmp.Or(opts.Workers, DefaultWorkers),
 		log:     cmp.Or(opts.Logger, slog.Default()),
 		notify:  opts.Notify,
+		grace:   opts.ShutdownGrace,
 		wake:    make(chan struct{}, 1),
 		running: make(map[string]*run),
 		changed: make(chan struct{}),
@@ -311,9 +330,10 @@ func (q *Queue) Wait(ctx context.Context, id string) (*Job, error) {
 // Run runs queued jobs until ctx is done. It first puts back in the queue
 // the jobs a previous process left running (they run again, resuming from
 // their branch), then starts queued jobs oldest first, never two for one
-// key and never more than Workers. When ctx is done it cancels the running
-// jobs with ErrShutdown, waits for them to return, puts them back in the
-// queue, and returns nil. Only one Run may be active per Queue.
+// key and never more than Workers. When ctx is done it starts no more jobs,
+// closes Stopping, waits up to ShutdownGrace, cancels the jobs still
+// running with ErrShutdown, waits for them to return (they go back in the
+// queue) and returns nil. Only one Run may be active per Queue.
 func (q *Queue) Run(ctx context.Context) error {
 	q.mu.Lock()
 	if q.active {
@@ -341,14 +361,7 @@ func (q *Queue) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			q.mu.Lock()
-			for _, r := range q.running {
-				r.cancel(ErrShutdown)
-			}
-			n := len(q.running)
-			q.mu.Unlock()
-			q.log.InfoContext(base, "queue stopping", "running", n)
-			wg.Wait()
+			q.shutdown(base, &wg)
 			return nil
 		case <-prune.C:
 			if _, err := q.store.PruneDeliveries(ctx, time.Now().Add(-DeliveryRetention)); err != nil {
@@ -360,6 +373,38 @@ func (q *Queue) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// shutdown tells the running jobs to stop, gives them the grace period,
+// then cancels those still running and waits for all of them.
+func (q *Queue) shutdown(ctx context.Context, wg *sync.WaitGroup) {
+	q.mu.Lock()
+	for _, r := range q.running {
+		close(r.stopping)
+	}
+	n := len(q.running)
+	q.mu.Unlock()
+	q.log.InfoContext(ctx, "queue stopping", "running", n, "grace", q.grace)
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	if q.grace > 0 {
+		t := time.NewTimer(q.grace)
+		defer t.Stop()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+	}
+	q.mu.Lock()
+	for _, r := range q.running {
+		r.cancel(ErrShutdown)
+	}
+	q.mu.Unlock()
+	<-done
 }
 
 // requeueOrphans puts back in the queue, ahead of their follow-ups, the
@@ -473,8 +518,9 @@ func (q *Queue) start(base context.Context, wg *sync.WaitGroup) ([]*Job, error) 
 	copies := make([]*Job, 0, len(started))
 	for _, job := range started {
 		kid := keyID(job.Key)
-		jctx, cancel := context.WithCancelCause(base)
-		q.running[kid] = &run{id: job.ID, cancel: cancel}
+		stopping := make(chan struct{})
+		jctx, cancel := context.WithCancelCause(context.WithValue(base, stoppingKey{}, stopping))
+		q.running[kid] = &run{id: job.ID, cancel: cancel, stopping: stopping}
 		q.log.InfoContext(base, "job started", "key", job.Key.String(), "job", job.ID,
 			"attempt", job.Attempts, "requests", len(job.Requests))
 		c := *job
@@ -540,7 +586,7 @@ func (q *Queue) work(ctx context.Context, kid string, job *Job) {
 		switch {
 		case err == nil:
 			stored.State, stored.Reason, stored.FinishedAt = StateSucceeded, "", now
-		case ctx.Err() != nil && errors.Is(cause, ErrShutdown):
+		case errors.Is(err, ErrShutdown) || ctx.Err() != nil && errors.Is(cause, ErrShutdown):
 			stored.State, stored.Reason = StateQueued, ""
 			h.Queued = append([]string{job.ID}, h.Queued...)
 		case ctx.Err() != nil && errors.As(cause, &cancelled):

@@ -703,3 +703,63 @@ func TestQueueRestartAfterCrash(t *testing.T) {
 		t.Fatalf("job %s: %s; want succeeded", b.Job.ID, job.State)
 	}
 }
+
+func TestQueueShutdownGrace(t *testing.T) {
+	if Stopping(context.Background()) != nil {
+		t.Fatal("Stopping(background) is not nil")
+	}
+	tests := []struct {
+		name  string
+		grace time.Duration
+		// finish is what the job returns once Stopping is closed.
+		finish    func(ctx context.Context) error
+		state     State
+		cancelled bool // the job's context was cancelled before it returned
+	}{
+		{"safe point within grace", 5 * time.Second,
+			func(context.Context) error { return fmt.Errorf("pushed work in progress: %w", ErrShutdown) }, StateQueued, false},
+		{"finishes within grace", 5 * time.Second,
+			func(context.Context) error { return nil }, StateSucceeded, false},
+		{"ignores Stopping", 50 * time.Millisecond,
+			func(ctx context.Context) error { <-ctx.Done(); return context.Cause(ctx) }, StateQueued, true},
+		{"no grace", 0,
+			func(ctx context.Context) error { <-ctx.Done(); return context.Cause(ctx) }, StateQueued, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustStore(t, t.TempDir())
+			started := make(chan struct{})
+			var sawCancel bool
+			exec := ExecutorFunc(func(ctx context.Context, job *Job) error {
+				close(started)
+				<-Stopping(ctx)
+				if tt.grace >= time.Second && ctx.Err() != nil {
+					t.Errorf("context cancelled within the grace period: %v", context.Cause(ctx))
+				}
+				err := tt.finish(ctx)
+				sawCancel = ctx.Err() != nil
+				return err
+			})
+			q := NewQueue(s, exec, QueueOptions{Workers: 1, Logger: testLogger(t), ShutdownGrace: tt.grace})
+			stop := mustRun(t, q)
+			res := mustEnqueue(t, q, req(key(1), "d1", ""))
+			select {
+			case <-started:
+			case <-time.After(testTimeout):
+				t.Fatal("job did not start")
+			}
+			begin := time.Now()
+			stop()
+			if took := time.Since(begin); took > time.Second {
+				t.Errorf("shutdown took %v; want well under the grace period", took)
+			}
+			job, err := q.Job(res.Job.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if job.State != tt.state || sawCancel != tt.cancelled {
+				t.Fatalf("job %s, context cancelled %v; want %s, %v", job.State, sawCancel, tt.state, tt.cancelled)
+			}
+		})
+	}
+}

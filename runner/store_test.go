@@ -241,3 +241,37 @@ func BenchmarkEnqueue(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	}
 }
+
+// BenchmarkEnqueueAt500PerSecond sends b.N deliveries at a steady 500 per
+// second (the webhook target) to a running queue whose jobs finish at once,
+// and reports Enqueue's latency percentiles. Run it with a fixed count, such
+// as -benchtime 5000x.
+func BenchmarkEnqueueAt500PerSecond(b *testing.B) {
+	s := mustStore(b, b.TempDir())
+	q := mustQueue(b, s, ExecutorFunc(func(context.Context, *Job) error { return nil }), 4)
+	mustRun(b, q)
+	ctx := context.Background()
+	lat := make([]time.Duration, b.N)
+	tick := time.NewTicker(time.Second / 500)
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		<-tick.C
+		wg.Go(func() {
+			start := time.Now()
+			_, err := q.Enqueue(ctx, req(key(i%50+1), fmt.Sprint("delivery-", i), "do the thing"))
+			lat[i] = time.Since(start)
+			if err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
+}
