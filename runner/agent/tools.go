@@ -65,9 +65,15 @@ const thinkDescription = `Write down a thought: reasoning about the problem, a p
 
 const finishDescription = `Signal that the task is done, or that you cannot go on. The message is shown to the people who asked: say what you changed and why, and which tests you ran with their result; if no code change was needed, give the answer instead.`
 
-// toolDefs returns the OpenAI tool definitions. The JSON schemas follow
-// OpenHands' tools so that models tuned on its trajectories work unchanged.
-func toolDefs() []openai.Tool {
+// toolDefs returns the OpenAI tool definitions, built once. The JSON schemas
+// follow OpenHands' tools so that models tuned on its trajectories work unchanged.
+func toolDefs() []openai.Tool { return builtTools }
+
+// builtTools holds the definitions with pre-encoded schemas, so that each
+// request does not encode them again.
+var builtTools = buildTools()
+
+func buildTools() []openai.Tool {
 	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
 	schemas := map[string]map[string]any{
 		ToolTerminal: {
@@ -131,8 +137,12 @@ func toolDefs() []openai.Tool {
 	}
 	tools := make([]openai.Tool, 0, len(toolNames))
 	for _, name := range toolNames {
+		params, err := json.Marshal(schemas[name])
+		if err != nil {
+			panic(fmt.Sprintf("agent: tool schema %s does not encode: %v", name, err)) // a bug in the literals above
+		}
 		tools = append(tools, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-			Name: name, Description: descs[name], Parameters: schemas[name],
+			Name: name, Description: descs[name], Parameters: json.RawMessage(params),
 		}})
 	}
 	return tools
