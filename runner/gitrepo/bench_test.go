@@ -172,7 +172,8 @@ func ownerName(url string) (string, string) {
 	return parts[len(parts)-2], parts[len(parts)-1]
 }
 
-// mustLargeServer serves largeRoot, generating bench/large.git first if needed.
+// mustLargeServer serves a copy of largeRoot, generating bench/large.git
+// first if needed.
 func mustLargeServer(tb testing.TB) *apptest.GitServer {
 	tb.Helper()
 	repo := filepath.Join(largeRoot, "bench", "large.git")
@@ -183,7 +184,12 @@ func mustLargeServer(tb testing.TB) *apptest.GitServer {
 			}
 		}
 	}
-	srv, err := apptest.StartGitServer(largeRoot, nil)
+	// Serve a copy, so that the commits benchmarks push do not pile up in it.
+	root := tb.TempDir()
+	if out, err := exec.Command("cp", "-a", filepath.Join(largeRoot, "bench"), root).CombinedOutput(); err != nil {
+		tb.Fatalf("copy %s: %v: %s", largeRoot, err, out)
+	}
+	srv, err := apptest.StartGitServer(root, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -10,16 +10,19 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -35,11 +38,19 @@ const objectCacheSize = 2 * cache.MiByte
 // mirrorRefSpec keeps the mirror's branches identical to the remote's.
 const mirrorRefSpec = config.RefSpec("+refs/heads/*:refs/heads/*")
 
+// DefaultMaxPacks is the default of Cache.MaxPacks.
+const DefaultMaxPacks = 50
+
 // Cache holds one bare mirror per repository under a directory and makes job
 // working trees from them. It is safe for concurrent use; a Cache per
 // directory per process is expected, and processes sharing a directory are
 // serialized by a file lock per repository.
 type Cache struct {
+	// MaxPacks is how many pack files a mirror may collect (one per
+	// incremental fetch) before it is repacked into one, since every pack
+	// costs each later job an index load. Zero means DefaultMaxPacks.
+	MaxPacks int
+
 	dir string
 
 	mu    sync.Mutex
@@ -133,6 +144,9 @@ func (c *Cache) prepare(ctx context.Context, id repoID, auth transport.AuthMetho
 			}
 			return err
 		}
+		if err := c.compact(ctx, repo, mirror); err != nil {
+			return err
+		}
 		ref, err := repo.Reference(plumbing.NewBranchReferenceName(opts.BaseBranch), false)
 		if err != nil {
 			return fmt.Errorf("prepare %s: base branch %q not found on %s", id, opts.BaseBranch, opts.CloneURL)
@@ -156,6 +170,31 @@ func (c *Cache) prepare(ctx context.Context, id repoID, auth transport.AuthMetho
 		return nil, err
 	}
 	return newWorkspace(ctx, dir, opts, baseHash, branchHash)
+}
+
+// compact repacks the mirror when it has more than MaxPacks packs.
+func (c *Cache) compact(ctx context.Context, repo *git.Repository, mirror string) error {
+	limit := c.MaxPacks
+	if limit <= 0 {
+		limit = DefaultMaxPacks
+	}
+	pos, ok := repo.Storer.(storer.PackedObjectStorer)
+	if !ok {
+		return nil
+	}
+	packs, err := pos.ObjectPacks()
+	if err != nil {
+		return fmt.Errorf("mirror %s: %w", mirror, err)
+	}
+	if len(packs) <= limit {
+		return nil
+	}
+	start := time.Now()
+	if err := repo.RepackObjects(&git.RepackConfig{}); err != nil {
+		return fmt.Errorf("repack mirror %s: %w", mirror, err)
+	}
+	slog.InfoContext(ctx, "repacked git mirror", "mirror", mirror, "packs", len(packs), "duration", time.Since(start))
+	return nil
 }
 
 // withRepoLock runs f holding the in-process and the file lock of mirror.

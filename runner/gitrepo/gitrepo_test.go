@@ -530,3 +530,26 @@ func TestPrepareErrors(t *testing.T) {
 		t.Error("Commit without an author succeeded")
 	}
 }
+
+func TestMirrorRepackedAfterMaxPacks(t *testing.T) {
+	f := mustFixture(t)
+	f.cache.MaxPacks = 2
+	packs := func() int {
+		m, _ := filepath.Glob(filepath.Join(f.cache.Dir(), "*", "acme", "calc.git", "objects", "pack", "*.pack"))
+		return len(m)
+	}
+	var last *gitrepo.Workspace
+	for i := range 4 {
+		if _, err := f.srv.PushCommit("acme", "calc", "main", map[string]string{fmt.Sprintf("f%d", i): "x"}, "more"); err != nil {
+			t.Fatal(err)
+		}
+		last = mustPrepare(t, f.cache, f.opts(t, "b"))
+		if n := packs(); n > 3 {
+			t.Fatalf("after %d fetches the mirror has %d packs, want at most 3", i+1, n)
+		}
+	}
+	gitCLI(t, last.Dir, "fsck", "--no-progress")
+	if b, err := os.ReadFile(filepath.Join(last.Dir, "f3")); err != nil || string(b) != "x" {
+		t.Errorf("f3 = %q, %v", b, err)
+	}
+}
