@@ -41,7 +41,9 @@ func TestGolden(t *testing.T) {
 		{"system_docker.txt", func() (string, error) {
 			return System(SystemData{Repository: "acme/calc", WorkDir: "/workspace", Branch: "gohands/issue-7", Isolated: true, Image: "gohands-sandbox:latest", Network: true})
 		}},
-		{"system_process.txt", func() (string, error) { return System(SystemData{Repository: "acme/calc", WorkDir: "/tmp/gh/workspace"}) }},
+		{"system_process.txt", func() (string, error) {
+			return System(SystemData{Repository: "acme/calc", WorkDir: "/tmp/gh/workspace"})
+		}},
 		{"issue.txt", func() (string, error) {
 			return Issue(IssueData{Repository: "acme/calc", Number: 7, Title: "Sum is off by one", Body: "`Sum([]int{1,2})` returns 4.",
 				Labels: []string{"bug", "gohands"}, Requester: "alice", Instruction: "please fix and add a test",
