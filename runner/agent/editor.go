@@ -107,8 +107,10 @@ func isDirErr(err error) bool {
 	return strings.Contains(strings.ToLower(err.Error()), "is a directory")
 }
 
-func (e *editor) write(ctx context.Context, p, content string) error {
-	if err := e.sb.WriteFile(ctx, p, []byte(content), 0o644); err != nil {
+// write writes content to p. Mode 0 asks the sandbox to keep an existing
+// file's permissions (an edit must not drop an executable bit).
+func (e *editor) write(ctx context.Context, p, content string, mode fs.FileMode) error {
+	if err := e.sb.WriteFile(ctx, p, []byte(content), mode); err != nil {
 		return fmt.Errorf("Cannot write %s: %v", p, err)
 	}
 	return nil
@@ -179,7 +181,7 @@ func (e *editor) create(ctx context.Context, p string, text *string) (observatio
 	} else if isDirErr(err) {
 		return observation{}, fmt.Errorf("The path %s is a directory. Cannot create a file there.", p)
 	}
-	if err := e.write(ctx, p, *text); err != nil {
+	if err := e.write(ctx, p, *text, 0o644); err != nil {
 		return observation{}, err
 	}
 	return observation{text: "File created successfully at: " + p, filesChanged: true}, nil
@@ -216,7 +218,7 @@ func (e *editor) strReplace(ctx context.Context, p string, oldStr, newStr *strin
 		return observation{}, fmt.Errorf("No replacement was performed. Multiple occurrences of old_str `%s` in lines [%s]. Please ensure it is unique.", *oldStr, strings.Join(lines, ", "))
 	}
 	updated := content[:idxs[0]] + ns + content[idxs[0]+len(*oldStr):]
-	if err := e.write(ctx, p, updated); err != nil {
+	if err := e.write(ctx, p, updated, 0); err != nil {
 		return observation{}, err
 	}
 	e.remember(p, content)
@@ -255,7 +257,7 @@ func (e *editor) insert(ctx context.Context, p string, line *flexNum, newStr *st
 	if content == "" || strings.HasSuffix(content, "\n") {
 		updated += "\n"
 	}
-	if err := e.write(ctx, p, updated); err != nil {
+	if err := e.write(ctx, p, updated, 0); err != nil {
 		return observation{}, err
 	}
 	e.remember(p, content)
@@ -270,7 +272,7 @@ func (e *editor) undo(ctx context.Context, p string) (observation, error) {
 		return observation{}, fmt.Errorf("No edit history found for %s.", p)
 	}
 	prev := h[len(h)-1]
-	if err := e.write(ctx, p, prev); err != nil {
+	if err := e.write(ctx, p, prev, 0); err != nil {
 		return observation{}, err
 	}
 	e.history[p] = h[:len(h)-1]
