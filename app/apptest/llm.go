@@ -104,6 +104,7 @@ type LLM struct {
 	srv *httptest.Server
 
 	mu       sync.Mutex
+	vars     map[string]string
 	steps    []LLMStep
 	next     int
 	apiKey   string
@@ -153,6 +154,37 @@ func (l *LLM) RequireKey(key string) {
 	l.apiKey = key
 }
 
+// SetVar makes the server replace ${name} by value in the content and tool
+// arguments of the steps it sends, e.g. ${WORKDIR} in a recorded script
+// replayed against a sandbox whose workspace lives elsewhere.
+func (l *LLM) SetVar(name, value string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.vars == nil {
+		l.vars = map[string]string{}
+	}
+	l.vars[name] = value
+}
+
+func (l *LLM) expand(step LLMStep) LLMStep {
+	if len(l.vars) == 0 {
+		return step
+	}
+	pairs := make([]string, 0, 2*len(l.vars))
+	for k, v := range l.vars {
+		pairs = append(pairs, "${"+k+"}", v)
+	}
+	r := strings.NewReplacer(pairs...)
+	step.Content = r.Replace(step.Content)
+	calls := make([]LLMToolCall, len(step.ToolCalls))
+	for i, tc := range step.ToolCalls {
+		tc.Arguments = r.Replace(tc.Arguments)
+		calls[i] = tc
+	}
+	step.ToolCalls = calls
+	return step
+}
+
 // Requests returns a copy of every request received so far, in order.
 func (l *LLM) Requests() []LLMRequest {
 	l.mu.Lock()
@@ -196,7 +228,7 @@ func (l *LLM) serve(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusBadRequest
 	default:
 		if l.next < len(l.steps) && (len(req.Tools) > 0 || l.steps[l.next].ForSummary) {
-			step, scripted = l.steps[l.next], true
+			step, scripted = l.expand(l.steps[l.next]), true
 			l.next++
 		}
 	}

@@ -114,3 +114,14 @@ func TestLoadLLMScript(t *testing.T) {
 		t.Fatal("missing file: no error")
 	}
 }
+
+func TestLLMSetVar(t *testing.T) {
+	l := NewLLM(t, LLMStep{Content: "in ${WORKDIR}", ToolCalls: []LLMToolCall{{Name: "t", Arguments: `{"path":"${WORKDIR}/a"}`}}})
+	l.SetVar("WORKDIR", "/tmp/w")
+	_, body := postLLM(t, l.URL()+"/chat/completions", "", llmToolsBody)
+	msg := body["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	args := msg["tool_calls"].([]any)[0].(map[string]any)["function"].(map[string]any)["arguments"]
+	if msg["content"] != "in /tmp/w" || args != `{"path":"/tmp/w/a"}` {
+		t.Fatalf("expanded step = %v", msg)
+	}
+}
