@@ -58,8 +58,10 @@ type Config struct {
 	MaxIterations int
 	// MaxTokens bounds the prompt+completion tokens the API reports (llm.max_tokens).
 	MaxTokens int
-	// WallClock bounds the whole loop (llm.wall_clock).
-	WallClock time.Duration
+	// WallClock bounds the whole loop; WallClockKey is the configuration key
+	// named in the stop reason ("llm.wall_clock" when empty).
+	WallClock    time.Duration
+	WallClockKey string
 	// ContextWindow is the model's context size in tokens; older steps are
 	// condensed into a summary when a request would pass 3/4 of it.
 	ContextWindow int
@@ -99,6 +101,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.WallClockKey == "" {
+		c.WallClockKey = "llm.wall_clock"
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -293,7 +298,7 @@ func (r *run) ctxStop(ctx context.Context) (Result, error) {
 	if ctx.Err() != nil {
 		return stop(StopCancelled, "cancelled"), ctx.Err()
 	}
-	return stop(StopWallClock, fmt.Sprintf("stopped after %s, the wall-clock limit (llm.wall_clock)", r.cfg.WallClock)), nil
+	return stop(StopWallClock, fmt.Sprintf("stopped after %s, the wall-clock limit (%s)", r.cfg.WallClock, r.cfg.WallClockKey)), nil
 }
 
 func (r *run) loop(ctx context.Context) (Result, error) {
