@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	git "github.com/go-git/go-git/v5"
+
 	"github.com/gohands/gohands/app/apptest"
 	"github.com/gohands/gohands/runner/gitrepo"
 )
@@ -266,4 +268,47 @@ func makeLargeRepo(repo string) error {
 		return err
 	}
 	return os.Rename(tmp, repo)
+}
+
+// BenchmarkWorktreeFromMirror compares ways of making a working tree from an
+// up-to-date mirror of the large repository: Prepare (hard-linked packs plus
+// checkout; the fetch finds nothing new) against go-git cloning the mirror
+// through its file transport, which re-packs every object.
+func BenchmarkWorktreeFromMirror(b *testing.B) {
+	srv := mustLargeServer(b)
+	url := srv.CloneURL("bench", "large")
+	c := mustCache(b)
+	tmp := b.TempDir()
+	opts := func(dir string) gitrepo.PrepareOptions {
+		return gitrepo.PrepareOptions{CloneURL: url, Token: srv.Token, Branch: "gohands/bench", BaseBranch: "main", Dir: dir}
+	}
+	mustPrepare(b, c, opts(filepath.Join(tmp, "first")))
+	mirrors, _ := filepath.Glob(filepath.Join(c.Dir(), "*", "bench", "large.git"))
+	if len(mirrors) != 1 {
+		b.Fatalf("mirrors: %v", mirrors)
+	}
+	b.Run("prepare-hardlink", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			dir := filepath.Join(tmp, fmt.Sprint("h", i))
+			if _, err := c.Prepare(context.Background(), opts(dir)); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			os.RemoveAll(dir)
+			b.StartTimer()
+		}
+	})
+	b.Run("gogit-clone-mirror", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			dir := filepath.Join(tmp, fmt.Sprint("c", i))
+			if _, err := git.PlainCloneContext(context.Background(), dir, false, &git.CloneOptions{URL: mirrors[0], ReferenceName: "refs/heads/main", SingleBranch: true, Tags: git.NoTags}); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			os.RemoveAll(dir)
+			b.StartTimer()
+		}
+	})
 }

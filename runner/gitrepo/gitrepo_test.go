@@ -199,6 +199,9 @@ func TestCommitPushResume(t *testing.T) {
 	if err := os.Remove(filepath.Join(ws.Dir, "AGENTS.md")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Chmod(filepath.Join(ws.Dir, "go.mod"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	mustWrite(t, ws.Dir, "bin/calc", "ELF build output")
 	mustWrite(t, ws.Dir, "cover.out", "coverage")
 
@@ -235,6 +238,11 @@ func TestCommitPushResume(t *testing.T) {
 			t.Errorf("remote tree lacks %q:\n%s", want, tree)
 		}
 	}
+	for _, line := range strings.Split(tree, "\n") {
+		if strings.HasSuffix(line, "\tgo.mod") && !strings.HasPrefix(line, "100755 ") {
+			t.Errorf("go.mod mode change not committed: %s", line)
+		}
+	}
 	for _, absent := range []string{"AGENTS.md", "bin/calc", "cover.out"} {
 		if strings.Contains(tree, "\t"+absent+"\n") || strings.HasSuffix(tree, "\t"+absent) {
 			t.Errorf("remote tree has %s:\n%s", absent, tree)
@@ -261,8 +269,11 @@ func TestCommitPushResume(t *testing.T) {
 	if c := got["scripts/test.sh"]; c.Action != "added" || c.Added != 2 {
 		t.Errorf("scripts/test.sh change = %+v", c)
 	}
-	if len(changes) != 4 {
-		t.Errorf("changes = %+v, want 4 files", changes)
+	if c := got["go.mod"]; c.Action != "modified" || c.Added != 0 || c.Deleted != 0 {
+		t.Errorf("go.mod change = %+v", c)
+	}
+	if len(changes) != 5 {
+		t.Errorf("changes = %+v, want 5 files", changes)
 	}
 
 	// A follow-up job resumes from the branch.
@@ -273,7 +284,7 @@ func TestCommitPushResume(t *testing.T) {
 	if len(ws2.BranchCommits) != 1 || ws2.BranchCommits[0].Subject != "Fix Sub" || ws2.BranchCommits[0].Author != bot {
 		t.Errorf("BranchCommits = %+v", ws2.BranchCommits)
 	}
-	if len(ws2.BranchChanges) != 4 {
+	if len(ws2.BranchChanges) != 5 {
 		t.Errorf("BranchChanges = %+v", ws2.BranchChanges)
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws2.Dir, "calc.go")); string(b) != fixed {
@@ -424,12 +435,19 @@ func TestConcurrentPrepares(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, jobs)
 	wss := make([]*gitrepo.Workspace, jobs)
+	// A second Cache on the same directory stands for a second process:
+	// only the file lock keeps the two apart.
+	other, err := gitrepo.NewCache(f.cache.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	caches := []*gitrepo.Cache{f.cache, other}
 	for i := range jobs {
 		opts := f.opts(t, fmt.Sprintf("gohands/issue-%d", 100+i))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wss[i], errs[i] = f.cache.Prepare(context.Background(), opts)
+			wss[i], errs[i] = caches[i%2].Prepare(context.Background(), opts)
 			if errs[i] != nil {
 				return
 			}

@@ -78,7 +78,11 @@ type Workspace struct {
 // in place) and checks out the branch.
 func newWorkspace(ctx context.Context, dir string, opts PrepareOptions, base, branchHead plumbing.Hash) (*Workspace, error) {
 	branchRef := plumbing.NewBranchReferenceName(opts.Branch)
-	st := filesystem.NewStorage(osfs.New(filepath.Join(dir, ".git")), cache.NewObjectLRU(objectCacheSize))
+	// The checkout reads every blob: keeping the pack files open for it
+	// avoids reopening them (and a buffer each time) per object. The
+	// workspace then uses a storage that holds no descriptors.
+	st := filesystem.NewStorageWithOptions(osfs.New(filepath.Join(dir, ".git")), cache.NewObjectLRU(objectCacheSize), filesystem.Options{KeepDescriptors: true})
+	defer st.Close()
 	repo, err := git.InitWithOptions(st, osfs.New(dir), git.InitOptions{DefaultBranch: branchRef})
 	if err != nil {
 		return nil, fmt.Errorf("init working tree %s: %w", dir, err)
@@ -116,6 +120,12 @@ func newWorkspace(ctx context.Context, dir string, opts PrepareOptions, base, br
 	if err := wt.Reset(&git.ResetOptions{Commit: start, Mode: git.HardReset}); err != nil {
 		return nil, fmt.Errorf("check out %s at %s: %w", opts.Branch, start, err)
 	}
+	if err := st.Close(); err != nil {
+		return nil, fmt.Errorf("working tree %s: %w", dir, err)
+	}
+	if ws.repo, err = openWorktree(dir); err != nil {
+		return nil, err
+	}
 	if ws.Resumed {
 		if ws.BranchCommits, err = ws.commitsSince(ctx, start, base); err != nil {
 			return nil, err
@@ -125,6 +135,16 @@ func newWorkspace(ctx context.Context, dir string, opts PrepareOptions, base, br
 		}
 	}
 	return ws, nil
+}
+
+// openWorktree opens the repository of the working tree at dir.
+func openWorktree(dir string) (*git.Repository, error) {
+	st := filesystem.NewStorage(osfs.New(filepath.Join(dir, ".git")), cache.NewObjectLRU(objectCacheSize))
+	repo, err := git.Open(st, osfs.New(dir))
+	if err != nil {
+		return nil, fmt.Errorf("open working tree %s: %w", dir, err)
+	}
+	return repo, nil
 }
 
 // setUpstream records origin/Branch as the branch's upstream, so that git
