@@ -339,7 +339,7 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 			}
 			return stop(StopEventLog, "the job log failed"), err
 		}
-		res, err, done := r.turn(ctx, runCtx)
+		res, done, err := r.turn(ctx, runCtx)
 		if done {
 			return res, err
 		}
@@ -347,11 +347,11 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 }
 
 // turn is one model call and its tool calls; done reports that the loop ends.
-func (r *run) turn(ctx, runCtx context.Context) (Result, error, bool) {
+func (r *run) turn(ctx, runCtx context.Context) (res Result, done bool, err error) {
 	r.iteration++
 	est := r.estimate()
 	if err := r.emit(ctx, Event{Kind: EventRequest, Messages: len(r.msgs), EstimatedTokens: est}); err != nil {
-		return stop(StopEventLog, "the job log failed"), err, true
+		return stop(StopEventLog, "the job log failed"), true, err
 	}
 	started := time.Now()
 	resp, err := r.llm.complete(runCtx, openai.ChatCompletionRequest{Messages: r.msgs, Tools: r.tools})
@@ -359,9 +359,9 @@ func (r *run) turn(ctx, runCtx context.Context) (Result, error, bool) {
 		r.iteration-- // no answer, no iteration
 		if runCtx.Err() != nil {
 			res, err := r.ctxStop(ctx)
-			return res, err, true
+			return res, true, err
 		}
-		return stop(StopLLMError, r.mask.Mask(fmt.Sprintf("the model API failed: %v", err))), err, true
+		return stop(StopLLMError, r.mask.Mask(fmt.Sprintf("the model API failed: %v", err))), true, err
 	}
 	pt, ct := resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 	if pt == 0 {
@@ -386,18 +386,18 @@ func (r *run) turn(ctx, runCtx context.Context) (Result, error, bool) {
 	r.msgs = append(r.msgs, am)
 	if err := r.emit(ctx, Event{Kind: EventAssistant, Content: msg.Content, ToolCalls: logged, PromptTokens: pt, CompletionTokens: ct,
 		DurationMS: time.Since(started).Milliseconds()}); err != nil {
-		return stop(StopEventLog, "the job log failed"), err, true
+		return stop(StopEventLog, "the job log failed"), true, err
 	}
 
 	if len(am.ToolCalls) == 0 {
 		r.noToolStreak++
 		if r.noToolStreak >= r.cfg.StuckRepeats {
-			return stop(StopStuck, fmt.Sprintf("stopped: the model answered %d times in a row without calling a tool", r.noToolStreak)), nil, true
+			return stop(StopStuck, fmt.Sprintf("stopped: the model answered %d times in a row without calling a tool", r.noToolStreak)), true, nil
 		}
 		if err := r.addUser(ctx, "Your last answer had no tool call. Continue the task with the tools. When you are done, call `finish` with a summary of what you changed and why and the tests you ran, or with your answer if no code change is needed."); err != nil {
-			return stop(StopEventLog, "the job log failed"), err, true
+			return stop(StopEventLog, "the job log failed"), true, err
 		}
-		return Result{}, nil, false
+		return Result{}, false, nil
 	}
 	r.noToolStreak = 0
 
@@ -407,7 +407,7 @@ func (r *run) turn(ctx, runCtx context.Context) (Result, error, bool) {
 		obs, finishMsg, err := r.dispatch(runCtx, tc.Function.Name, tc.Function.Arguments)
 		if err != nil {
 			res, err := r.ctxStop(ctx)
-			return res, err, true
+			return res, true, err
 		}
 		text := truncateMiddle(r.mask.Mask(obs.text), r.cfg.MaxObservation)
 		if strings.TrimSpace(text) == "" {
@@ -416,20 +416,20 @@ func (r *run) turn(ctx, runCtx context.Context) (Result, error, bool) {
 		r.msgs = append(r.msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: text, ToolCallID: tc.ID})
 		if err := r.emit(ctx, Event{Kind: EventTool, Tool: tc.Function.Name, CallID: tc.ID, Args: tc.Function.Arguments,
 			Content: text, IsError: obs.isError, DurationMS: time.Since(t0).Milliseconds()}); err != nil {
-			return stop(StopEventLog, "the job log failed"), err, true
+			return stop(StopEventLog, "the job log failed"), true, err
 		}
 		if r.hooks.OnStep != nil {
 			step := Step{Iteration: r.iteration, Tool: tc.Function.Name, Args: clip(r.mask.Mask(tc.Function.Arguments), 200),
 				Observation: clip(text, 200), IsError: obs.isError, FilesChanged: obs.filesChanged, Tasks: append([]TaskItem(nil), r.tasks...)}
 			if err := r.hooks.OnStep(runCtx, step); err != nil {
 				if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-					return stop(StopCancelled, "cancelled"), err, true
+					return stop(StopCancelled, "cancelled"), true, err
 				}
-				return stop(StopHook, r.mask.Mask(fmt.Sprintf("stopped by the runner: %v", err))), err, true
+				return stop(StopHook, r.mask.Mask(fmt.Sprintf("stopped by the runner: %v", err))), true, err
 			}
 		}
 		if obs.finish {
-			return Result{Finished: true, Message: finishMsg, Stop: StopFinished, Reason: "the agent called finish"}, nil, true
+			return Result{Finished: true, Message: finishMsg, Stop: StopFinished, Reason: "the agent called finish"}, true, nil
 		}
 		sig := tc.Function.Name + "\x00" + tc.Function.Arguments + "\x00" + text
 		if sig == r.lastSig {
@@ -439,7 +439,7 @@ func (r *run) turn(ctx, runCtx context.Context) (Result, error, bool) {
 		}
 		if r.repeats >= r.cfg.StuckRepeats {
 			if r.nudgedRepeat {
-				return stop(StopStuck, fmt.Sprintf("stopped: the agent repeated the same %s call with the same result %d times", tc.Function.Name, r.repeats)), nil, true
+				return stop(StopStuck, fmt.Sprintf("stopped: the agent repeated the same %s call with the same result %d times", tc.Function.Name, r.repeats)), true, nil
 			}
 			r.nudgedRepeat = true
 			nudge = fmt.Sprintf("You have run the same %s call %d times and got the same result each time. Do not repeat it: try a different approach, or call `finish` if you are done or cannot go on.", tc.Function.Name, r.repeats)
@@ -447,10 +447,10 @@ func (r *run) turn(ctx, runCtx context.Context) (Result, error, bool) {
 	}
 	if nudge != "" {
 		if err := r.addUser(ctx, nudge); err != nil {
-			return stop(StopEventLog, "the job log failed"), err, true
+			return stop(StopEventLog, "the job log failed"), true, err
 		}
 	}
-	return Result{}, nil, false
+	return Result{}, false, nil
 }
 
 // clip shortens s to n bytes on a rune boundary, adding "…".
