@@ -155,7 +155,8 @@ func Builtin() (Set, []Warning) {
 // .openhands/skills/**/*.md, .openhands/microagents/*.md, then the built-in
 // skills; a name seen earlier wins. The directory is read through os.Root, so
 // a symlink cannot lead outside it. Malformed files are skipped with a
-// warning. An empty dir loads only the built-in skills.
+// warning; README.md files in the skill folders are not skills. An empty dir
+// loads only the built-in skills.
 func Load(dir string) (Set, []Warning) {
 	var l loader
 	if dir != "" {
