@@ -416,3 +416,30 @@ func TestRunRejectsBadInput(t *testing.T) {
 		t.Error("empty task accepted")
 	}
 }
+
+func TestCancelDuringCommand(t *testing.T) {
+	sb := mustSandbox(t, nil)
+	llm := apptest.NewLLM(t, apptest.LLMTool("terminal", map[string]any{"command": "sleep 30", "timeout": 60}), finishStep("late"))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	res, err := Run(ctx, testConfig(llm), sb, Task{User: "go"}, nil, Hooks{})
+	if !errors.Is(err, context.Canceled) || res.Stop != StopCancelled {
+		t.Fatalf("err %v, result %+v", err, res)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("cancellation took %v", d)
+	}
+}
+
+func TestLongObservationCut(t *testing.T) {
+	sb := mustSandbox(t, nil)
+	llm := apptest.NewLLM(t, apptest.LLMTool("terminal", map[string]any{"command": "seq 1 20000"}), finishStep("ok"))
+	cfg := testConfig(llm)
+	cfg.MaxObservation = 1000
+	mustRun(t, cfg, sb, Task{User: "go"}, Hooks{})
+	obs := lastToolResult(t, llm)
+	if len(obs) > 1100 || !strings.HasPrefix(obs, "1\n2\n") || !contains(obs, "characters cut", "[Command finished with exit code 0]") {
+		t.Fatalf("observation (%d bytes) = %q", len(obs), obs)
+	}
+}
