@@ -185,11 +185,10 @@ func (q *Queue) Enqueue(ctx context.Context, r Request) (Enqueued, error) {
 		}
 		var job *Job
 		if n := len(h.Queued); n > 0 {
-			if job, err = getJob(tx, h.Queued[n-1]); err != nil {
+			if err := addRequest(tx, h.Queued[n-1], r); err != nil {
 				return err
 			}
-			job.Requests = append(job.Requests, r)
-			if err := putJob(tx, job); err != nil {
+			if job, err = getJob(tx, h.Queued[n-1]); err != nil {
 				return err
 			}
 			res.Coalesced = true
@@ -565,6 +564,7 @@ func (q *Queue) candidates(tx *bolt.Tx, n int) ([]candidate, error) {
 
 // work runs one job and records how it ended.
 func (q *Queue) work(ctx context.Context, kid string, job *Job) {
+	requests := slices.Clone(job.Requests)
 	err := q.execute(ctx, job)
 	cause := context.Cause(ctx)
 	now := time.Now().UTC()
@@ -572,7 +572,7 @@ func (q *Queue) work(ctx context.Context, kid string, job *Job) {
 
 	var final *Job
 	uerr := q.store.update(context.WithoutCancel(ctx), func(tx *bolt.Tx) error {
-		stored, err2 := getJob(tx, job.ID)
+		stored, err2 := getJobMeta(tx, job.ID)
 		if err2 != nil {
 			return err2
 		}
@@ -598,6 +598,7 @@ func (q *Queue) work(ctx context.Context, kid string, job *Job) {
 			return err2
 		}
 		final = stored
+		final.Requests = requests // only queued jobs gain requests
 		return putHead(tx, kid, h)
 	})
 

@@ -36,7 +36,9 @@ const maxBatch = 256
 
 // Bucket names. The layout, one bucket each:
 //
-//	jobs       job ID → JSON Job (IDs sort by creation time)
+//	jobs       job ID → JSON Job without its requests (IDs sort by creation time)
+//	requests   job ID + 4-byte big-endian index → JSON Request, so that
+//	           coalescing a request appends a row instead of rewriting the job
 //	keyjobs    lower(owner/repo#n) NUL job ID → empty (index for Jobs(key))
 //	heads      lower(owner/repo#n) → JSON head: the running job and the queued jobs, in order
 //	deliveries X-GitHub-Delivery → 8-byte big-endian unix nanos + job ID
@@ -44,12 +46,13 @@ const maxBatch = 256
 //	once       name → RFC 3339 time of the first call
 var (
 	bucketJobs       = []byte("jobs")
+	bucketRequests   = []byte("requests")
 	bucketKeyJobs    = []byte("keyjobs")
 	bucketHeads      = []byte("heads")
 	bucketDeliveries = []byte("deliveries")
 	bucketEvents     = []byte("events")
 	bucketOnce       = []byte("once")
-	allBuckets       = [][]byte{bucketJobs, bucketKeyJobs, bucketHeads, bucketDeliveries, bucketEvents, bucketOnce}
+	allBuckets       = [][]byte{bucketJobs, bucketRequests, bucketKeyJobs, bucketHeads, bucketDeliveries, bucketEvents, bucketOnce}
 )
 
 // Store is the durable state of gohands: jobs, their event logs, the webhook
@@ -82,7 +85,7 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	path := filepath.Join(dir, StoreFile)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 3 * time.Second, FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 3 * time.Second, FreelistType: bolt.FreelistMapType, NoFreelistSync: true, InitialMmapSize: 1 << 28})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open store %s: it is in use by another gohands process", path)
 	}
@@ -414,7 +417,26 @@ func putHead(tx *bolt.Tx, kid string, h head) error {
 	return b.Put([]byte(kid), data)
 }
 
+// getJob reads a job with its requests.
 func getJob(tx *bolt.Tx, id string) (*Job, error) {
+	job, err := getJobMeta(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	prefix := []byte(id)
+	c := tx.Bucket(bucketRequests).Cursor()
+	for k, v := c.Seek(prefix); k != nil && len(k) == len(prefix)+4 && string(k[:len(prefix)]) == id; k, v = c.Next() {
+		var r Request
+		if err := json.Unmarshal(v, &r); err != nil {
+			return nil, fmt.Errorf("decode request %d of job %s: %w", binary.BigEndian.Uint32(k[len(prefix):]), id, err)
+		}
+		job.Requests = append(job.Requests, r)
+	}
+	return job, nil
+}
+
+// getJobMeta reads a job without its requests, for state changes.
+func getJobMeta(tx *bolt.Tx, id string) (*Job, error) {
 	v := tx.Bucket(bucketJobs).Get([]byte(id))
 	if v == nil {
 		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
@@ -426,18 +448,27 @@ func getJob(tx *bolt.Tx, id string) (*Job, error) {
 	return job, nil
 }
 
+// putJob writes a job's fields other than its requests, which are written
+// once each by addRequest.
 func putJob(tx *bolt.Tx, job *Job) error {
-	data, err := json.Marshal(job)
+	meta := *job
+	meta.Requests = nil
+	data, err := json.Marshal(&meta)
 	if err != nil {
 		return fmt.Errorf("encode job %s: %w", job.ID, err)
 	}
 	return tx.Bucket(bucketJobs).Put([]byte(job.ID), data)
 }
 
-// newJobTx stores a new job and indexes it under its key.
+// newJobTx stores a new job with its requests and indexes it under its key.
 func newJobTx(tx *bolt.Tx, job *Job) error {
 	if err := putJob(tx, job); err != nil {
 		return err
+	}
+	for _, r := range job.Requests {
+		if err := addRequest(tx, job.ID, r); err != nil {
+			return err
+		}
 	}
 	return tx.Bucket(bucketKeyJobs).Put([]byte(keyID(job.Key)+"\x00"+job.ID), nil)
 }
@@ -457,4 +488,26 @@ func delivery(tx *bolt.Tx, id string) (jobID string, seen bool) {
 func putDelivery(tx *bolt.Tx, id, jobID string, at time.Time) error {
 	v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(jobID)), uint64(at.UnixNano()))
 	return tx.Bucket(bucketDeliveries).Put([]byte(id), append(v, jobID...))
+}
+
+// addRequest appends r to the job's requests.
+func addRequest(tx *bolt.Tx, jobID string, r Request) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode request for job %s: %w", jobID, err)
+	}
+	prefix := []byte(jobID)
+	c := tx.Bucket(bucketRequests).Cursor()
+	// The first key after the job's rows; the row before it is the last one.
+	k, _ := c.Seek(append(append([]byte(nil), prefix...), 0xff, 0xff, 0xff, 0xff, 0xff))
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	var next uint32
+	if k != nil && len(k) == len(prefix)+4 && string(k[:len(prefix)]) == jobID {
+		next = binary.BigEndian.Uint32(k[len(prefix):]) + 1
+	}
+	return tx.Bucket(bucketRequests).Put(binary.BigEndian.AppendUint32(prefix, next), data)
 }
