@@ -255,8 +255,11 @@ func (s *GitServer) createRepo(owner, name string, entries []gitEntry, defaultBr
 	if _, err := s.git(ctx, "", nil, nil, "init", "--quiet", "--bare", "--initial-branch="+defaultBranch, gitDir); err != nil {
 		return "", fmt.Errorf("create repo %s/%s: %w", owner, name, err)
 	}
-	if _, err := s.git(ctx, gitDir, nil, nil, "config", "http.receivepack", "true"); err != nil {
-		return "", fmt.Errorf("create repo %s/%s: %w", owner, name, err)
+	// Like GitHub, check what is pushed.
+	for _, kv := range [][2]string{{"http.receivepack", "true"}, {"receive.fsckObjects", "true"}} {
+		if _, err := s.git(ctx, gitDir, nil, nil, "config", kv[0], kv[1]); err != nil {
+			return "", fmt.Errorf("create repo %s/%s: %w", owner, name, err)
+		}
 	}
 	if len(entries) > 0 {
 		if _, err := s.commitEntries(ctx, gitDir, defaultBranch, entries, "Initial commit"); err != nil {

@@ -312,3 +312,23 @@ func BenchmarkWorktreeFromMirror(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCommitPushLarge measures a one-file Commit and Push on the large
+// repository: go-git walks the history of the remote's refs to find what to
+// send.
+func BenchmarkCommitPushLarge(b *testing.B) {
+	srv := mustLargeServer(b)
+	c := mustCache(b)
+	ws := mustPrepare(b, c, gitrepo.PrepareOptions{CloneURL: srv.CloneURL("bench", "large"), Token: srv.Token, Branch: "gohands/bench", BaseBranch: "main", Dir: filepath.Join(b.TempDir(), "w")})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		mustWrite(b, ws.Dir, "dir00/file0000.go", randomText(uint64(i), 2000))
+		if _, _, err := ws.Commit(ctx, gitrepo.CommitOptions{Message: "bench", Author: bot}); err != nil {
+			b.Fatal(err)
+		}
+		if err := ws.Push(ctx, srv.Token); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -310,6 +310,12 @@ func TestCommitPushResume(t *testing.T) {
 	if log, _ := f.srv.Log("acme", "calc", "gohands/issue-5"); len(log) != 3 || log[0].Hash != second {
 		t.Errorf("remote log after follow-up = %+v", log)
 	}
+	gitCLI(t, "", "--git-dir="+repoDir, "fsck", "--no-progress")
+	// Pushing again with nothing new is a no-op.
+	f.srv.ResetStats()
+	if err := ws2.Push(ctx, f.srv.Token); err != nil || f.srv.Stats().ReceivePackRequests != 0 {
+		t.Errorf("second Push = %v, %d receive-pack requests", err, f.srv.Stats().ReceivePackRequests)
+	}
 }
 
 func TestPushIntegratesForeignCommit(t *testing.T) {
@@ -354,6 +360,8 @@ func TestPushIntegratesForeignCommit(t *testing.T) {
 		}
 	}
 	gitCLI(t, ws.Dir, "fsck", "--no-progress")
+	repoDir, _ := f.srv.RepoDir("acme", "calc")
+	gitCLI(t, "", "--git-dir="+repoDir, "fsck", "--no-progress")
 	if got := gitCLI(t, ws.Dir, "status", "--porcelain"); got != "" {
 		t.Errorf("working tree not clean after merge:\n%s", got)
 	}

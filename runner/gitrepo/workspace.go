@@ -14,7 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
@@ -355,65 +355,9 @@ func withCoAuthors(msg string, author Signature, co []Signature) string {
 	return msg + "\n\n" + strings.Join(trailers, "\n") + "\n"
 }
 
-// Push pushes the branch to origin without force. If someone else pushed to
-// the branch meanwhile, their commits are fetched and, when they touch no file
-// the job touched, merged; otherwise Push returns a *BranchMovedError and the
-// remote is left as the other person made it.
-func (w *Workspace) Push(ctx context.Context, token string) error {
-	auth := &githttp.BasicAuth{Username: TokenUser, Password: token}
-	ref := plumbing.NewBranchReferenceName(w.Branch)
-	spec := config.RefSpec(ref + ":" + ref) // no "+": never a forced update
-	const attempts = 3
-	var pushErr error
-	for range attempts {
-		pushErr = w.repo.PushContext(ctx, &git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: auth})
-		if pushErr == nil || errors.Is(pushErr, git.NoErrAlreadyUpToDate) {
-			head, err := w.headCommit()
-			if err != nil {
-				return err
-			}
-			if err := w.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewRemoteReferenceName("origin", w.Branch), head.Hash)); err != nil {
-				return fmt.Errorf("push %s: %w", w.Branch, err)
-			}
-			return w.setUpstream()
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		// Find out whether the branch moved under the job.
-		remote, err := w.fetchBranch(ctx, auth)
-		if err != nil {
-			return fmt.Errorf("push %s to %s: %w (and fetching it failed: %v)", w.Branch, w.CloneURL, pushErr, err)
-		}
-		head, err := w.headCommit()
-		if err != nil {
-			return err
-		}
-		moved := false
-		if !remote.IsZero() && remote != head.Hash {
-			rc, err := w.repo.CommitObject(remote)
-			if err != nil {
-				return fmt.Errorf("push %s: %w", w.Branch, err)
-			}
-			ff, err := rc.IsAncestor(head)
-			if err != nil {
-				return fmt.Errorf("push %s: %w", w.Branch, err)
-			}
-			moved = !ff
-		}
-		if !moved {
-			break // the push failed for another reason
-		}
-		if err := w.integrate(ctx, head, remote); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("push %s to %s: %w", w.Branch, w.CloneURL, pushErr)
-}
-
 // fetchBranch updates origin/Branch and returns its hash (zero if the remote
 // has no such branch).
-func (w *Workspace) fetchBranch(ctx context.Context, auth *githttp.BasicAuth) (plumbing.Hash, error) {
+func (w *Workspace) fetchBranch(ctx context.Context, auth transport.AuthMethod) (plumbing.Hash, error) {
 	remoteRef := plumbing.NewRemoteReferenceName("origin", w.Branch)
 	spec := config.RefSpec("+" + plumbing.NewBranchReferenceName(w.Branch) + ":" + remoteRef)
 	err := w.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: auth, Tags: git.NoTags})
