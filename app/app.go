@@ -70,7 +70,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	}
 	log := opts.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		log = newDefaultLogger()
 	}
 	base := opts.Transport
 	if base == nil {
@@ -134,6 +134,7 @@ type components struct {
 	bot      handlers.Bot
 	instance string
 	secrets  []string
+	notify   func(runner.Event) // optional: job state changes
 }
 
 func (c components) build(ctx context.Context) (*App, error) {
@@ -182,13 +183,12 @@ func (c components) build(ctx context.Context) (*App, error) {
 		},
 		JobTimeout:   cfg.Runner.JobTimeout,
 		PushInterval: cfg.Runner.PushInterval,
-		ForkNewPR:    cfg.Runner.ForkPRs == ForkPRsNewPR,
 		StoreDir:     cfg.Store.Path,
 		Store:        store,
 		Secrets:      c.secrets,
 		Logger:       c.log,
 	})
-	queue := runner.NewQueue(store, pipeline, runner.QueueOptions{Workers: cfg.Runner.Workers, Logger: c.log})
+	queue := runner.NewQueue(store, pipeline, runner.QueueOptions{Workers: cfg.Runner.Workers, Logger: c.log, Notify: c.notify})
 	return &App{cfg: cfg, log: c.log, bot: c.bot, store: store, queue: queue, driver: driver}, nil
 }
 
@@ -200,7 +200,11 @@ func newDriver(ctx context.Context, cfg SandboxConfig, instance string, log *slo
 	}
 	switch cfg.Driver {
 	case "process":
-		return sandbox.NewProcess(sandbox.ProcessOptions{Instance: instance, Logger: log}), nil
+		p, err := sandbox.NewProcess(sandbox.ProcessOptions{Instance: instance, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("sandbox.driver process: %w", err)
+		}
+		return p, nil
 	default:
 		d, err := sandbox.NewDocker(ctx, sandbox.DockerOptions{Instance: instance, Logger: log})
 		if err != nil {
@@ -212,6 +216,8 @@ func newDriver(ctx context.Context, cfg SandboxConfig, instance string, log *slo
 		return d, nil
 	}
 }
+
+func newDefaultLogger() *slog.Logger { return slog.New(slog.NewTextHandler(os.Stderr, nil)) }
 
 // jobQueue gives the handlers the queue and the store's once-markers.
 type jobQueue struct {

@@ -44,15 +44,6 @@ const (
 	DefaultPushInterval    = 2 * time.Minute
 	DefaultStorePath       = "./data"
 	DefaultShutdownTimeout = 30 * time.Second
-	DefaultForkPRs         = ForkPRsExplain
-)
-
-// How a follow-up on a pull request from a fork is handled (runner.fork_prs).
-const (
-	// ForkPRsExplain answers that a fork's branch cannot be pushed to.
-	ForkPRsExplain = "explain"
-	// ForkPRsNewPR opens a new pull request from a bot branch instead.
-	ForkPRsNewPR = "new_pr"
 )
 
 // Config is the whole configuration, read from YAML. Every key is documented
@@ -108,7 +99,6 @@ type RunnerConfig struct {
 	Workers      int           `yaml:"workers"`
 	JobTimeout   time.Duration `yaml:"job_timeout"`
 	PushInterval time.Duration `yaml:"push_interval"`
-	ForkPRs      string        `yaml:"fork_prs"`
 }
 
 // StoreConfig says where gohands keeps its state.
@@ -245,7 +235,6 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.Runner.Workers, DefaultWorkers)
 	setDefault(&c.Runner.JobTimeout, DefaultJobTimeout)
 	setDefault(&c.Runner.PushInterval, DefaultPushInterval)
-	setDefault(&c.Runner.ForkPRs, DefaultForkPRs)
 	setDefault(&c.Store.Path, DefaultStorePath)
 }
 
@@ -307,11 +296,6 @@ func (c *Config) validateCommon() []error {
 	}
 	if c.Runner.Workers < 1 {
 		errs = append(errs, fmt.Errorf("runner.workers: %d, want at least 1", c.Runner.Workers))
-	}
-	switch c.Runner.ForkPRs {
-	case ForkPRsExplain, ForkPRsNewPR:
-	default:
-		errs = append(errs, fmt.Errorf("runner.fork_prs: unknown value %q (want %s or %s)", c.Runner.ForkPRs, ForkPRsExplain, ForkPRsNewPR))
 	}
 	if c.LLM.MaxIterations < 1 {
 		errs = append(errs, fmt.Errorf("llm.max_iterations: %d, want at least 1", c.LLM.MaxIterations))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +106,7 @@ type LLM struct {
 
 	mu       sync.Mutex
 	vars     map[string]string
+	reqVars  map[string]*regexp.Regexp
 	steps    []LLMStep
 	next     int
 	apiKey   string
@@ -164,6 +166,40 @@ func (l *LLM) SetVar(name, value string) {
 		l.vars = map[string]string{}
 	}
 	l.vars[name] = value
+}
+
+// SetVarFromRequest makes the server take ${name} from each request's
+// messages: the first submatch of re in the first message it matches (for
+// example the workspace path the system prompt names), so a recorded
+// script replays against a sandbox whose paths are only known at run time.
+func (l *LLM) SetVarFromRequest(name string, re *regexp.Regexp) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reqVars == nil {
+		l.reqVars = map[string]*regexp.Regexp{}
+	}
+	l.reqVars[name] = re
+}
+
+// varsFrom fills the request-derived variables from a request's messages.
+func (l *LLM) varsFrom(messages []json.RawMessage) {
+	for name, re := range l.reqVars {
+		for _, raw := range messages {
+			var m struct {
+				Content string `json:"content"`
+			}
+			if json.Unmarshal(raw, &m) != nil {
+				continue
+			}
+			if sub := re.FindStringSubmatch(m.Content); len(sub) > 1 {
+				if l.vars == nil {
+					l.vars = map[string]string{}
+				}
+				l.vars[name] = sub[1]
+				break
+			}
+		}
+	}
 }
 
 func (l *LLM) expand(step LLMStep) LLMStep {
@@ -227,6 +263,7 @@ func (l *LLM) serve(w http.ResponseWriter, r *http.Request) {
 	case json.Unmarshal(body, &req) != nil || len(req.Messages) == 0:
 		status = http.StatusBadRequest
 	default:
+		l.varsFrom(req.Messages)
 		if l.next < len(l.steps) && (len(req.Tools) > 0 || l.steps[l.next].ForSummary) {
 			step, scripted = l.expand(l.steps[l.next]), true
 			l.next++

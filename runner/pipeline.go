@@ -1,0 +1,672 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/gohands/gohands/runner/agent"
+	"github.com/gohands/gohands/runner/gitrepo"
+	"github.com/gohands/gohands/runner/publish"
+	"github.com/gohands/gohands/sandbox"
+	"github.com/gohands/gohands/skills"
+)
+
+// Credentials gives the pipeline GitHub access for an installation. Both
+// stay on the host: the token is used by gohands' own git client only.
+type Credentials interface {
+	Client(ctx context.Context, installationID int64) (*github.Client, error)
+	Token(ctx context.Context, installationID int64) (string, error)
+}
+
+// LLMConfig selects the model and its budgets (the llm: section).
+type LLMConfig struct {
+	BaseURL, APIKey, Model string
+	MaxIterations          int
+	MaxTokens              int
+	ContextWindow          int
+}
+
+// Bot is the App's identity and how it names what it makes.
+type Bot struct {
+	Slug, Login  string
+	BranchPrefix string
+	Draft        bool
+	Label        string
+}
+
+// Mention is how people address the bot.
+func (b Bot) Mention() string { return "@" + b.Slug }
+
+// PipelineConfig is everything a Pipeline needs.
+type PipelineConfig struct {
+	Credentials  Credentials
+	Driver       sandbox.Driver
+	Sandbox      sandbox.Spec // a template: JobID and labels are set per job
+	SetupTimeout time.Duration
+	LLM          LLMConfig
+	Bot          Bot
+	// JobTimeout is the wall-clock limit of one job (runner.job_timeout).
+	JobTimeout time.Duration
+	// PushInterval is how often work in progress is pushed while the agent
+	// works (runner.push_interval); zero pushes after every changing step.
+	PushInterval time.Duration
+	// StoreDir holds the repository cache (repos/) and working trees (work/).
+	StoreDir string
+	// Store receives each job's event log.
+	Store *Store
+	// Secrets are masked wherever text leaves gohands.
+	Secrets []string
+	Logger  *slog.Logger
+	// OnFirstModelRequest, when set, is called once per job just before the
+	// agent's first model request (start-up latency measurements).
+	OnFirstModelRequest func(job *Job)
+}
+
+// Pipeline is the Executor that turns a job into a branch, a pull request
+// and a tracking comment.
+type Pipeline struct {
+	cfg PipelineConfig
+	log *slog.Logger
+
+	cacheOnce sync.Once
+	cache     *gitrepo.Cache
+	cacheErr  error
+
+	idMu    sync.Mutex
+	userIDs map[string]int64
+}
+
+// NewPipeline returns a pipeline; nothing is touched until the first job.
+func NewPipeline(cfg PipelineConfig) *Pipeline {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Pipeline{cfg: cfg, log: log, userIDs: map[string]int64{}}
+}
+
+var _ Executor = (*Pipeline)(nil)
+
+// finishTimeout bounds the final GitHub writes of a job that was cancelled
+// or is shutting down.
+const finishTimeout = 30 * time.Second
+
+// Execute runs one job from start to finish; see Executor.
+func (p *Pipeline) Execute(ctx context.Context, job *Job) error {
+	req := job.Latest()
+	log := p.log.With("job", job.ID, "key", job.Key.String(), "installation", req.InstallationID, "attempt", job.Attempts)
+	client, err := p.cfg.Credentials.Client(ctx, req.InstallationID)
+	if err != nil {
+		return fmt.Errorf("GitHub client: %w", err)
+	}
+	token, err := p.cfg.Credentials.Token(ctx, req.InstallationID)
+	if err != nil {
+		return fmt.Errorf("installation token: %w", err)
+	}
+	masker := agent.NewMasker(append(append([]string{}, p.cfg.Secrets...), token)...)
+	r := &jobRun{
+		p:      p,
+		job:    job,
+		req:    req,
+		key:    publish.Key(job.Key),
+		client: client,
+		token:  token,
+		masker: masker,
+		log:    log,
+		start:  time.Now(),
+		events: eventLog{store: p.cfg.Store, jobID: job.ID},
+	}
+	r.tracker = &publish.Tracker{Client: client, Key: r.key, JobID: job.ID, Mask: masker.Mask}
+	if err := r.tracker.Start(ctx); err != nil {
+		log.Warn("tracking comment", "err", err)
+	}
+	runCtx := ctx
+	if p.cfg.JobTimeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, p.cfg.JobTimeout, &limitError{reason: jobTimeoutReason(p.cfg.JobTimeout)})
+		defer cancel()
+	}
+	out, err := r.run(runCtx)
+	return r.finish(ctx, runCtx, out, err)
+}
+
+func jobTimeoutReason(d time.Duration) string {
+	return fmt.Sprintf("stopped after %s of wall-clock time (runner.job_timeout)", publish.FormatDuration(d))
+}
+
+// limitError is a job stopped by a budget: iterations, tokens, wall clock,
+// or an agent that got stuck.
+type limitError struct{ reason string }
+
+func (e *limitError) Error() string { return e.reason }
+
+// userError is a job that cannot proceed, explained in words for people.
+type userError struct{ msg string }
+
+func (e *userError) Error() string { return e.msg }
+
+// jobRun is one execution of a job.
+type jobRun struct {
+	p       *Pipeline
+	job     *Job
+	req     Request
+	key     publish.Key
+	client  *github.Client
+	token   string
+	masker  *agent.Masker
+	log     *slog.Logger
+	start   time.Time
+	events  eventLog
+	tracker *publish.Tracker
+
+	title       string // the issue's or PR's title
+	fixes       int    // the issue a new PR closes
+	branch      string
+	ws          *gitrepo.Workspace
+	sb          sandbox.Sandbox
+	skillSet    skills.Set
+	notIsolated bool
+	setupNote   string
+	tasks       []publish.Task
+	tests       []publish.TestRun
+	lastPush    time.Time
+	pushed      bool // this run pushed commits
+	modelCalled bool
+}
+
+// result is what a job produced, for its final word.
+type result struct {
+	agent    agent.Result
+	prNumber int
+	prURL    string
+	created  bool
+	answer   string // a reply given instead of a code change
+}
+
+func (r *jobRun) status(ctx context.Context, phase publish.Phase, step string) {
+	err := r.tracker.Update(ctx, publish.Status{
+		Phase:       phase,
+		Step:        step,
+		Tasks:       r.tasks,
+		Elapsed:     time.Since(r.start),
+		Requester:   r.req.Requester,
+		NotIsolated: r.notIsolated,
+	})
+	if err != nil && ctx.Err() == nil {
+		r.log.Warn("update tracking comment", "err", err)
+	}
+}
+
+func (r *jobRun) run(ctx context.Context) (result, error) {
+	var out result
+	r.status(ctx, publish.PhasePreparing, "")
+	repo, _, err := r.client.Repositories.Get(ctx, r.key.Owner, r.key.Repo)
+	if err != nil {
+		return out, fmt.Errorf("read repository %s/%s: %w", r.key.Owner, r.key.Repo, err)
+	}
+	base := repo.GetDefaultBranch()
+	var task taskText
+	if r.req.IsPullRequest {
+		pr, err := publish.LoadPullRequest(ctx, r.client, r.key)
+		if err != nil {
+			return out, err
+		}
+		if pr.IsFork {
+			return out, &userError{fmt.Sprintf("This pull request's branch lives in the fork `%s`, which I cannot push to. "+
+				"Ask me on an issue instead (mention %s there, or add the `%s` label) and I will open a pull request from a branch of this repository.",
+				pr.HeadRepo, r.p.cfg.Bot.Mention(), r.p.cfg.Bot.Label)}
+		}
+		if pr.State != "" && pr.State != "open" {
+			return out, &userError{fmt.Sprintf("This pull request is %s; reopen it, or ask me on an issue.", pr.State)}
+		}
+		r.title, r.branch, base = pr.Title, pr.HeadRef, pr.BaseRef
+		task = r.prTask(pr)
+	} else {
+		issue, err := publish.LoadIssue(ctx, r.client, r.key)
+		if err != nil {
+			return out, err
+		}
+		r.title, r.fixes = issue.Title, r.key.Number
+		r.branch = fmt.Sprintf("%sissue-%d", r.p.cfg.Bot.BranchPrefix, r.key.Number)
+		task = r.issueTask(issue)
+	}
+	if err := r.prepare(ctx, repo.GetCloneURL(), base); err != nil {
+		return out, err
+	}
+	defer r.cleanup()
+	return r.work(ctx, task)
+}
+
+// prepare makes the working tree on the job's branch, starts the sandbox
+// with the workspace copied in, and runs the repository's setup script.
+func (r *jobRun) prepare(ctx context.Context, cloneURL, base string) error {
+	cache, err := r.p.gitCache()
+	if err != nil {
+		return err
+	}
+	workDir := filepath.Join(r.p.cfg.StoreDir, "work", r.job.ID)
+	if err := os.RemoveAll(workDir); err != nil {
+		return fmt.Errorf("clear working tree %s: %w", workDir, err)
+	}
+	ws, err := cache.Prepare(ctx, gitrepo.PrepareOptions{CloneURL: cloneURL, Token: r.token, Branch: r.branch, BaseBranch: base, Dir: workDir})
+	if err != nil {
+		return fmt.Errorf("prepare %s: %w", r.branch, err)
+	}
+	r.ws = ws
+	var warnings []skills.Warning
+	r.skillSet, warnings = skills.Load(ws.Dir)
+	for _, w := range warnings {
+		r.log.Warn("skill skipped", "warning", w.String())
+		r.events.note(ctx, "warning", w.String())
+	}
+	spec := r.p.cfg.Sandbox
+	spec.JobID = r.job.ID
+	spec.Labels = map[string]string{"gohands.key": r.job.Key.String()}
+	sb, err := r.p.cfg.Driver.Start(ctx, spec)
+	if err != nil {
+		return fmt.Errorf("start sandbox: %w", err)
+	}
+	r.sb = sb
+	r.notIsolated = !sb.Isolated()
+	if err := sb.CopyIn(ctx, ws.Dir); err != nil {
+		return fmt.Errorf("copy the workspace into the sandbox: %w", err)
+	}
+	ran, res, err := sandbox.RunSetup(ctx, sb, r.p.cfg.SetupTimeout)
+	if ran {
+		r.events.note(ctx, "setup", r.masker.Mask(res.Output))
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		r.setupNote = fmt.Sprintf("`%s` failed: %v", sandbox.SetupScript, err)
+		r.log.Warn("setup script failed", "err", err)
+	}
+	return nil
+}
+
+func (r *jobRun) cleanup() {
+	if r.sb != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+		if err := r.sb.Close(ctx); err != nil {
+			r.log.Warn("remove sandbox", "err", err)
+		}
+		cancel()
+	}
+	if r.ws != nil {
+		if err := os.RemoveAll(r.ws.Dir); err != nil {
+			r.log.Warn("remove working tree", "err", err)
+		}
+	}
+}
+
+// work runs the agent and publishes what it did.
+func (r *jobRun) work(ctx context.Context, task taskText) (result, error) {
+	var out result
+	system, err := r.systemPrompt()
+	if err != nil {
+		return out, err
+	}
+	user, err := task.text(r.ws)
+	if err != nil {
+		return out, err
+	}
+	if r.setupNote != "" {
+		user += "\n\nNote: the repository's setup script failed; its output is in the job log. " + r.setupNote
+	}
+	cfg := agent.Config{
+		BaseURL:       r.p.cfg.LLM.BaseURL,
+		APIKey:        r.p.cfg.LLM.APIKey,
+		Model:         r.p.cfg.LLM.Model,
+		MaxIterations: r.p.cfg.LLM.MaxIterations,
+		MaxTokens:     r.p.cfg.LLM.MaxTokens,
+		ContextWindow: r.p.cfg.LLM.ContextWindow,
+		Secrets:       append(append([]string{}, r.p.cfg.Secrets...), r.token),
+		WallClockKey:  "runner.job_timeout",
+		Logger:        r.log,
+	}
+	if r.p.cfg.JobTimeout > 0 {
+		// The agent stops first, leaving time to commit and push.
+		cfg.WallClock = r.p.cfg.JobTimeout * 9 / 10
+	}
+	r.status(ctx, publish.PhaseRunning, "Starting the agent.")
+	if f := r.p.cfg.OnFirstModelRequest; f != nil {
+		f(r.job)
+	}
+	res, err := agent.Run(ctx, cfg, r.sb, agent.Task{System: system, User: user, Skills: r.skillSet}, r.events, agent.Hooks{
+		OnStep: r.onStep,
+	})
+	out.agent = res
+	if ctx.Err() != nil {
+		return out, context.Cause(ctx)
+	}
+	if err != nil {
+		return out, fmt.Errorf("the model failed: %w", err)
+	}
+	return r.publish(ctx, out)
+}
+
+// onStep reports progress and pushes work in progress now and then.
+func (r *jobRun) onStep(ctx context.Context, s agent.Step) error {
+	r.tasks = tasksOf(s.Tasks)
+	if t, ok := testRunOf(s); ok {
+		r.tests = append(r.tests, t)
+	}
+	r.status(ctx, publish.PhaseRunning, describeStep(s))
+	if !s.FilesChanged || time.Since(r.lastPush) < r.p.cfg.PushInterval {
+		return nil
+	}
+	changed, err := r.commitAndPush(ctx, fmt.Sprintf("WIP: work in progress on #%d", r.key.Number))
+	if err != nil {
+		var moved *gitrepo.BranchMovedError
+		if errors.As(err, &moved) {
+			return r.movedError(moved)
+		}
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		r.log.Warn("push work in progress", "err", err)
+		return nil
+	}
+	if changed {
+		r.log.Info("pushed work in progress", "branch", r.branch)
+	}
+	return nil
+}
+
+func (r *jobRun) movedError(moved *gitrepo.BranchMovedError) error {
+	return &userError{fmt.Sprintf("The branch `%s` moved while I worked, and the new commits touch the same files I changed, so I stopped rather than overwrite them (%v). Comment `%s continue` to start again from the branch's new head.",
+		r.branch, moved, r.p.cfg.Bot.Mention())}
+}
+
+// commitAndPush copies the sandbox's workspace out, commits what changed
+// and pushes the branch. It reports whether a commit was made.
+func (r *jobRun) commitAndPush(ctx context.Context, message string) (bool, error) {
+	if err := r.sb.CopyOut(ctx, r.ws.Dir); err != nil {
+		return false, fmt.Errorf("copy changes out of the sandbox: %w", err)
+	}
+	hash, changed, err := r.ws.Commit(ctx, gitrepo.CommitOptions{
+		Message:   message,
+		Author:    r.p.botSignature(ctx, r.client),
+		CoAuthors: []gitrepo.Signature{r.p.userSignature(ctx, r.client, r.req.Requester)},
+	})
+	if err != nil {
+		return false, fmt.Errorf("commit: %w", err)
+	}
+	r.lastPush = time.Now()
+	if !changed {
+		return false, nil
+	}
+	if err := r.ws.Push(ctx, r.token); err != nil {
+		return true, fmt.Errorf("push %s: %w", r.branch, err)
+	}
+	r.pushed = true
+	r.events.note(ctx, "push", fmt.Sprintf("pushed %s to %s", hash, r.branch))
+	return true, nil
+}
+
+// publish commits the agent's final work and opens or updates the pull
+// request, or answers when there is no code change.
+func (r *jobRun) publish(ctx context.Context, out result) (result, error) {
+	res := out.agent
+	if res.Finished {
+		ran, pre, err := sandbox.RunPreCommit(ctx, r.sb, r.p.cfg.SetupTimeout)
+		if ran {
+			r.events.note(ctx, "pre-commit", r.masker.Mask(pre.Output))
+		}
+		if err != nil {
+			return out, &userError{fmt.Sprintf("The repository's `%s` failed, so I did not commit: %v", sandbox.PreCommitScript, err)}
+		}
+	}
+	r.status(ctx, publish.PhasePushing, "Committing and pushing.")
+	message := commitMessage(res, r.key.Number, r.title)
+	changed, err := r.commitAndPush(ctx, message)
+	if err != nil {
+		var moved *gitrepo.BranchMovedError
+		if errors.As(err, &moved) {
+			return out, r.movedError(moved)
+		}
+		return out, err
+	}
+	if !res.Finished {
+		return out, &limitError{reason: res.Reason}
+	}
+	hasWork := changed || r.pushed || len(r.ws.BranchCommits) > 0
+	switch {
+	case !r.req.IsPullRequest && hasWork:
+		changes, err := r.ws.Changes(ctx)
+		if err != nil {
+			return out, fmt.Errorf("diff stat: %w", err)
+		}
+		body := publish.RenderPRBody(publish.PRBody{
+			JobID:     r.job.ID,
+			Summary:   res.Message,
+			Fixes:     r.fixes,
+			Changes:   fileChanges(changes),
+			Tests:     r.tests,
+			Cost:      r.cost(res),
+			Requester: r.req.Requester,
+		})
+		out.prNumber, out.prURL, out.created, err = publish.EnsurePullRequest(ctx, r.client, publish.PRSpec{
+			Key: r.key, Head: r.branch, Base: r.ws.BaseBranch, Title: r.title, Body: body,
+			Draft: r.p.cfg.Bot.Draft, Reviewer: r.req.Requester, Mask: r.masker.Mask,
+		})
+		if err != nil {
+			return out, fmt.Errorf("open the pull request: %w", err)
+		}
+	case r.req.IsPullRequest && changed:
+		out.prNumber = r.key.Number
+		msg := fmt.Sprintf("%s\n\nPushed to `%s` (%s).", res.Message, r.branch, r.ws.HeadCommit())
+		if r.req.ReviewCommentID != 0 {
+			if _, err := publish.Reply(ctx, r.client, r.key, publish.ReplyTarget{ReviewCommentID: r.req.ReviewCommentID}, msg, r.masker.Mask); err != nil {
+				return out, fmt.Errorf("reply in the review thread: %w", err)
+			}
+		}
+	default:
+		// Nothing to commit: the job was a question, or needed no change.
+		out.answer = res.Message
+		if r.req.ReviewCommentID != 0 {
+			if _, err := publish.Reply(ctx, r.client, r.key, publish.ReplyTarget{ReviewCommentID: r.req.ReviewCommentID}, res.Message, r.masker.Mask); err != nil {
+				return out, fmt.Errorf("reply in the review thread: %w", err)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (r *jobRun) cost(res agent.Result) publish.Cost {
+	return publish.Cost{
+		Iterations:       res.Iterations,
+		PromptTokens:     int64(res.PromptTokens),
+		CompletionTokens: int64(res.CompletionTokens),
+		Wall:             time.Since(r.start),
+		Model:            r.p.cfg.LLM.Model,
+	}
+}
+
+// finish writes the job's final word: the tracking comment's outcome and a
+// reaction on what triggered it. ctx is the queue's context (cancel,
+// shutdown); runCtx adds the job's own timeout.
+func (r *jobRun) finish(ctx, runCtx context.Context, out result, err error) error {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	o := publish.Outcome{
+		Mention:     r.p.cfg.Bot.Mention(),
+		Branch:      r.branch,
+		Tasks:       r.tasks,
+		Elapsed:     time.Since(r.start),
+		Requester:   r.req.Requester,
+		NotIsolated: r.notIsolated,
+	}
+	cause := context.Cause(ctx)
+	var cancelled *CancelledError
+	switch {
+	case errors.As(cause, &cancelled):
+		o.Kind, o.CancelledBy = publish.OutcomeCancelled, cancelled.By
+		r.finishComment(fctx, o)
+		return cause
+	case errors.Is(cause, ErrShutdown):
+		r.status(fctx, publish.PhaseQueued, "gohands is restarting; this job will continue from its branch when it is back.")
+		return cause
+	}
+	if err == nil && runCtx.Err() != nil {
+		err = context.Cause(runCtx)
+	}
+	if err != nil {
+		o.Kind = publish.OutcomeFailed
+		var limit *limitError
+		var uerr *userError
+		switch {
+		case errors.As(err, &limit):
+			o.Limit = limit.reason
+			o.Failure = "The agent stopped before it finished."
+			if r.pushed || (r.ws != nil && len(r.ws.BranchCommits) > 0) {
+				o.Failure += fmt.Sprintf(" What it did so far is on the branch `%s`.", r.branch)
+			}
+		case errors.As(err, &uerr):
+			o.Failure = uerr.msg
+		default:
+			o.Failure = "Something went wrong: " + err.Error()
+		}
+		r.log.Warn("job failed", "err", err)
+		r.finishComment(fctx, o)
+		r.react(fctx, "confused")
+		return errors.New(r.masker.Mask(err.Error()))
+	}
+	o.Kind = publish.OutcomeSucceeded
+	o.PRNumber, o.PRURL, o.PRCreated = out.prNumber, out.prURL, out.created
+	o.Summary = out.agent.Message
+	r.job.PullRequest = out.prNumber
+	r.finishComment(fctx, o)
+	r.react(fctx, "rocket")
+	return nil
+}
+
+func (r *jobRun) finishComment(ctx context.Context, o publish.Outcome) {
+	if err := r.tracker.Finish(ctx, o); err != nil {
+		r.log.Warn("final tracking comment", "err", err)
+	}
+}
+
+// react puts a reaction on what triggered the latest request.
+func (r *jobRun) react(ctx context.Context, content string) {
+	t := publish.Target{Kind: publish.TargetIssue}
+	switch {
+	case r.req.CommentID != 0:
+		t = publish.Target{Kind: publish.TargetIssueComment, ID: r.req.CommentID}
+	case r.req.ReviewCommentID != 0:
+		t = publish.Target{Kind: publish.TargetReviewComment, ID: r.req.ReviewCommentID}
+	}
+	if err := publish.React(ctx, r.client, r.key, t, content); err != nil {
+		r.log.Warn("reaction", "content", content, "err", err)
+	}
+}
+
+func (p *Pipeline) gitCache() (*gitrepo.Cache, error) {
+	p.cacheOnce.Do(func() {
+		p.cache, p.cacheErr = gitrepo.NewCache(filepath.Join(p.cfg.StoreDir, "repos"))
+	})
+	return p.cache, p.cacheErr
+}
+
+// userSignature is a GitHub user as a commit signature, with the noreply
+// address GitHub attributes to the account.
+func (p *Pipeline) userSignature(ctx context.Context, client *github.Client, login string) gitrepo.Signature {
+	id := p.userID(ctx, client, login)
+	email := login + "@users.noreply.github.com"
+	if id > 0 {
+		email = fmt.Sprintf("%d+%s@users.noreply.github.com", id, login)
+	}
+	return gitrepo.Signature{Name: login, Email: email}
+}
+
+func (p *Pipeline) botSignature(ctx context.Context, client *github.Client) gitrepo.Signature {
+	return p.userSignature(ctx, client, p.cfg.Bot.Login)
+}
+
+// userID looks a login's numeric id up once per process; 0 when GitHub
+// does not say.
+func (p *Pipeline) userID(ctx context.Context, client *github.Client, login string) int64 {
+	p.idMu.Lock()
+	id, ok := p.userIDs[login]
+	p.idMu.Unlock()
+	if ok {
+		return id
+	}
+	u, _, err := client.Users.Get(ctx, login)
+	if err != nil {
+		p.log.Debug("user id lookup", "login", login, "err", err)
+		return 0
+	}
+	p.idMu.Lock()
+	p.userIDs[login] = u.GetID()
+	p.idMu.Unlock()
+	return u.GetID()
+}
+
+// eventLog appends a job's events to the store.
+type eventLog struct {
+	store *Store
+	jobID string
+}
+
+// Append implements agent.EventLog.
+func (l eventLog) Append(ctx context.Context, e agent.Event) error {
+	if l.store == nil {
+		return nil
+	}
+	return l.store.AppendEvent(ctx, l.jobID, e)
+}
+
+// note logs a pipeline event (setup output, a push, a warning).
+func (l eventLog) note(ctx context.Context, kind, content string) {
+	_ = l.Append(ctx, agent.Event{Time: time.Now().UTC(), Kind: kind, Content: content})
+}
+
+func commitMessage(res agent.Result, number int, title string) string {
+	subject := ""
+	if res.Finished {
+		subject = strings.TrimSpace(firstLine(strings.TrimLeft(res.Message, "# ")))
+	}
+	if subject == "" || len(subject) > 72 {
+		subject = fmt.Sprintf("Address #%d: %s", number, title)
+	}
+	if len(subject) > 72 {
+		subject = subject[:69] + "..."
+	}
+	if !res.Finished {
+		subject = "WIP: " + strings.TrimPrefix(subject, "WIP: ")
+		return subject + "\n\n" + res.Reason
+	}
+	return subject + "\n\n" + strings.TrimSpace(res.Message)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func fileChanges(cs []gitrepo.FileChange) []publish.FileChange {
+	out := make([]publish.FileChange, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, publish.FileChange{Path: c.Path, Added: c.Added, Deleted: c.Deleted, Status: c.Action})
+	}
+	return out
+}
+
+func tasksOf(items []agent.TaskItem) []publish.Task {
+	out := make([]publish.Task, 0, len(items))
+	for _, it := range items {
+		out = append(out, publish.Task{Title: it.Title, Status: publish.TaskStatus(it.Status)})
+	}
+	return out
+}
