@@ -763,3 +763,18 @@ func TestQueueShutdownGrace(t *testing.T) {
 		})
 	}
 }
+
+func TestQueueWaitErrors(t *testing.T) {
+	s := mustStore(t, t.TempDir())
+	q := mustQueue(t, s, newFakeExec(), 1)
+	if _, err := q.Wait(context.Background(), "no-such-job"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Wait(unknown) = %v; want ErrNotFound", err)
+	}
+	res := mustEnqueue(t, q, req(key(1), "d1", "")) // never runs: no Run
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	job, err := q.Wait(ctx, res.Job.ID)
+	if !errors.Is(err, context.DeadlineExceeded) || job == nil || job.State != StateQueued {
+		t.Errorf("Wait(queued, short ctx) = %v, %v; want the queued job and DeadlineExceeded", job, err)
+	}
+}
