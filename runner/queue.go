@@ -253,13 +253,24 @@ func (q *Queue) Cancel(ctx context.Context, key Key, by string) (cancelled bool,
 	reason := (&CancelledError{By: by}).Error()
 	now := time.Now().UTC()
 	var dropped []*Job
+	// Holding q.mu keeps the dispatcher from starting a job for key between
+	// the transaction and the look-up in q.running, and makes a job marked
+	// running in the store but absent from q.running an orphan of a dead
+	// process (Run has not put it back yet), which is cancelled here too.
+	q.mu.Lock()
+	r := q.running[kid]
 	err = q.store.update(ctx, func(tx *bolt.Tx) error {
 		dropped = nil
 		h, err := getHead(tx, kid)
 		if err != nil {
 			return err
 		}
-		for _, id := range h.Queued {
+		ids := h.Queued
+		if h.Running != "" && r == nil {
+			ids = append([]string{h.Running}, ids...)
+			h.Running = ""
+		}
+		for _, id := range ids {
 			job, err := getJob(tx, id)
 			if err != nil {
 				return err
@@ -273,18 +284,13 @@ func (q *Queue) Cancel(ctx context.Context, key Key, by string) (cancelled bool,
 		h.Queued = nil
 		return putHead(tx, kid, h)
 	})
-	if err != nil {
-		return false, fmt.Errorf("cancel %s: %w", key, err)
-	}
-	// The dispatcher holds q.mu from the moment it marks a job running until
-	// the job is in q.running, so a job started before the transaction above
-	// is found here.
-	q.mu.Lock()
-	r := q.running[kid]
-	if r != nil {
+	if err == nil && r != nil {
 		r.cancel(&CancelledError{By: by})
 	}
 	q.mu.Unlock()
+	if err != nil {
+		return false, fmt.Errorf("cancel %s: %w", key, err)
+	}
 	for _, job := range dropped {
 		q.log.InfoContext(ctx, "queued job cancelled", "key", key.String(), "job", job.ID, "by", by)
 		q.emit(job)

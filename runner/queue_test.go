@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 const testTimeout = 10 * time.Second
@@ -777,4 +779,56 @@ func TestQueueWaitErrors(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || job == nil || job.State != StateQueued {
 		t.Errorf("Wait(queued, short ctx) = %v, %v; want the queued job and DeadlineExceeded", job, err)
 	}
+}
+
+// markRunning marks a queued job running in the store only, as a process
+// that died while running it would have left it.
+func markRunning(tb testing.TB, s *Store, id string) {
+	tb.Helper()
+	err := s.update(context.Background(), func(tx *bolt.Tx) error {
+		job, err := getJob(tx, id)
+		if err != nil {
+			return err
+		}
+		h, err := getHead(tx, keyID(job.Key))
+		if err != nil {
+			return err
+		}
+		if len(h.Queued) == 0 || h.Queued[0] != id {
+			return fmt.Errorf("job %s is not first in line: %+v", id, h)
+		}
+		job.State, job.Attempts, job.StartedAt = StateRunning, job.Attempts+1, time.Now()
+		h.Running, h.Queued = id, h.Queued[1:]
+		if err := putJob(tx, job); err != nil {
+			return err
+		}
+		return putHead(tx, keyID(job.Key), h)
+	})
+	if err != nil {
+		tb.Fatalf("mark %s running: %v", id, err)
+	}
+}
+
+func TestQueueCancelOrphanBeforeRun(t *testing.T) {
+	s := mustStore(t, t.TempDir())
+	q := mustQueue(t, s, newFakeExec(), 1)
+	orphan := mustEnqueue(t, q, req(key(1), "d1", "one"))
+	markRunning(t, s, orphan.Job.ID)
+	follow := mustEnqueue(t, q, req(key(1), "d2", "two"))
+	if follow.Coalesced || follow.Behind == nil || follow.Behind.ID != orphan.Job.ID {
+		t.Fatalf("follow-up = %+v; want a new job behind %s", follow, orphan.Job.ID)
+	}
+	if ok, err := q.Cancel(context.Background(), key(1), "carol"); err != nil || !ok {
+		t.Fatalf("Cancel = %v, %v; want true", ok, err)
+	}
+	for _, id := range []string{orphan.Job.ID, follow.Job.ID} {
+		if job := mustWait(t, q, id); job.State != StateCancelled || job.Reason != "cancelled by carol" {
+			t.Errorf("job %s = %s %q; want cancelled by carol", id, job.State, job.Reason)
+		}
+	}
+	// Nothing is left to run or to put back.
+	e := newFakeExec()
+	q2 := mustQueue(t, s, e, 1)
+	mustRun(t, q2)
+	e.mustNotStart(t)
 }
