@@ -103,39 +103,74 @@ func benchPrepare(b *testing.B, srv *apptest.GitServer, url string) {
 	})
 }
 
-// BenchmarkPrepareCommitHeap measures one warm Prepare plus a Commit of the
-// sample repository, reporting the peak Go heap above the baseline.
-func BenchmarkPrepareCommitHeap(b *testing.B) {
-	f := mustFixture(b)
+// BenchmarkPeakHeap reports the peak Go heap above the baseline (peak-heap-B)
+// of one job's git work: a warm Prepare plus a Commit of the sample
+// repository, and cold and warm Prepares of the large one.
+func BenchmarkPeakHeap(b *testing.B) {
 	ctx := context.Background()
-	c := mustCache(b)
-	tmp := b.TempDir()
-	mustPrepare(b, c, f.opts(b, "warmup"))
-	b.ReportAllocs()
-	var peak uint64
-	for i := 0; b.Loop(); i++ {
-		b.StopTimer()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		baseline := ms.HeapAlloc
-		stop := samplePeakHeap()
-		b.StartTimer()
-		ws, err := c.Prepare(ctx, gitrepo.PrepareOptions{CloneURL: f.url, Token: f.srv.Token, Branch: fmt.Sprint("gohands/issue-", i), BaseBranch: "main", Dir: filepath.Join(tmp, fmt.Sprint("work", i))})
-		if err != nil {
-			b.Fatal(err)
+	run := func(b *testing.B, setup func(i int), job func(i int)) {
+		b.ReportAllocs()
+		var peak uint64
+		for i := 0; b.Loop(); i++ {
+			b.StopTimer()
+			setup(i)
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			baseline := ms.HeapAlloc
+			stop := samplePeakHeap()
+			b.StartTimer()
+			job(i)
+			b.StopTimer()
+			if p := stop(); p > baseline && p-baseline > peak {
+				peak = p - baseline
+			}
+			b.StartTimer()
 		}
-		mustWrite(b, ws.Dir, "calc.go", "package calc\n")
-		if _, _, err := ws.Commit(ctx, gitrepo.CommitOptions{Message: "m", Author: bot}); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		if p := stop(); p > baseline && p-baseline > peak {
-			peak = p - baseline
-		}
-		b.StartTimer()
+		b.ReportMetric(float64(peak), "peak-heap-B")
 	}
-	b.ReportMetric(float64(peak), "peak-heap-B")
+	b.Run("sample-prepare-commit", func(b *testing.B) {
+		f := mustFixture(b)
+		tmp := b.TempDir()
+		mustPrepare(b, f.cache, f.opts(b, "warmup"))
+		run(b, func(int) {}, func(i int) {
+			ws, err := f.cache.Prepare(ctx, gitrepo.PrepareOptions{CloneURL: f.url, Token: f.srv.Token, Branch: fmt.Sprint("gohands/issue-", i), BaseBranch: "main", Dir: filepath.Join(tmp, fmt.Sprint("work", i))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			mustWrite(b, ws.Dir, "calc.go", "package calc\n")
+			if _, _, err := ws.Commit(ctx, gitrepo.CommitOptions{Message: "m", Author: bot}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	srv := mustLargeServer(b)
+	url := srv.CloneURL("bench", "large")
+	prepare := func(b *testing.B, c *gitrepo.Cache, dir string) {
+		if _, err := c.Prepare(ctx, gitrepo.PrepareOptions{CloneURL: url, Token: srv.Token, Branch: "gohands/bench", BaseBranch: "main", Dir: dir}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("large-cold", func(b *testing.B) {
+		tmp := b.TempDir()
+		run(b, func(int) {}, func(i int) {
+			c, err := gitrepo.NewCache(filepath.Join(tmp, fmt.Sprint("cache", i)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			prepare(b, c, filepath.Join(tmp, fmt.Sprint("work", i)))
+		})
+	})
+	b.Run("large-warm", func(b *testing.B) {
+		tmp := b.TempDir()
+		c := mustCache(b)
+		prepare(b, c, filepath.Join(tmp, "first"))
+		run(b, func(i int) {
+			if _, err := srv.PushCommit("bench", "large", "main", map[string]string{fmt.Sprintf("bench/%d.txt", i): "x"}, "bench"); err != nil {
+				b.Fatal(err)
+			}
+		}, func(i int) { prepare(b, c, filepath.Join(tmp, fmt.Sprint("work", i))) })
+	})
 }
 
 // samplePeakHeap polls the heap until the returned function is called,
@@ -147,7 +182,7 @@ func samplePeakHeap() func() uint64 {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(200 * time.Microsecond)
+		t := time.NewTicker(time.Millisecond)
 		defer t.Stop()
 		for {
 			var ms runtime.MemStats

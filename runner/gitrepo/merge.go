@@ -31,6 +31,7 @@ type BranchMovedError struct {
 	Conflicts []string
 }
 
+// Error names the branch, the other commits and the clashing paths.
 func (e *BranchMovedError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "branch %s moved: %d commit(s) pushed by someone else", e.Branch, len(e.Foreign))

@@ -28,6 +28,7 @@ type Signature struct {
 	Email string
 }
 
+// String formats the signature as git does: "Name <email>".
 func (s Signature) String() string { return s.Name + " <" + s.Email + ">" }
 
 // CommitInfo is one commit as shown to people: in a tracking comment, a pull
