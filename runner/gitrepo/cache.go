@@ -302,10 +302,12 @@ func linkTree(src, dst string) error {
 		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), "tmp") {
 			return nil
 		}
-		if err := os.Link(p, target); err == nil || errors.Is(err, fs.ErrExist) {
-			return nil
+		if err := os.Link(p, target); err != nil && !errors.Is(err, fs.ErrExist) {
+			return copyFile(p, target)
 		}
-		return copyFile(p, target)
+		// Shared with the mirror: nothing may write to it in place (git
+		// never does; the sandbox's CopyOut leaves .git alone).
+		return os.Chmod(target, 0o444)
 	})
 }
 
