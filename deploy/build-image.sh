@@ -4,7 +4,8 @@
 # configuration into a build context, and build deploy/Dockerfile (FROM scratch).
 #
 # Usage: deploy/build-image.sh [TAG]     (default tag: gohands:latest)
-# Environment: VERSION (default: git describe), BUILD_DIR (default: deploy/build).
+# Environment: VERSION (default: git describe), BUILD_DIR (default: deploy/build),
+# BUILD_ONLY=1 to write the build context without running docker build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,5 +25,9 @@ cp "$certs" "$ctx/ca-certificates.crt"
 cp deploy/config.container.yml "$ctx/config.yml"
 mkdir -p "$ctx/tmp" "$ctx/data"
 
+if [ -n "${BUILD_ONLY:-}" ]; then
+  echo "wrote the build context $ctx (gohands $version)"
+  exit 0
+fi
 docker build -q -f deploy/Dockerfile -t "$tag" "$ctx" >/dev/null
 echo "built $tag (gohands $version)"
