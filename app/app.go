@@ -5,12 +5,15 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -42,8 +45,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Transport carries GitHub API requests; http.DefaultTransport when nil.
 	Transport http.RoundTripper
-	// Instance names this gohands process family for sandbox labels, so a
-	// restart reaps what the previous run left; "default" when empty.
+	// Instance names this gohands for sandbox labels, so a restart reaps
+	// what the previous run left and nothing of another gohands on the same
+	// Docker engine; derived from store.path when empty.
 	Instance string
 }
 
@@ -139,7 +143,11 @@ type components struct {
 
 func (c components) build(ctx context.Context) (*App, error) {
 	cfg := c.cfg
-	driver, err := newDriver(ctx, cfg.Sandbox, c.instance, c.log)
+	instance := c.instance
+	if instance == "" {
+		instance = instanceOf(cfg.Store.Path)
+	}
+	driver, err := newDriver(ctx, cfg.Sandbox, instance, c.log)
 	if err != nil {
 		return nil, err
 	}
@@ -195,9 +203,6 @@ func (c components) build(ctx context.Context) (*App, error) {
 // newDriver starts the configured sandbox driver, checking that Docker
 // answers and that the image exists.
 func newDriver(ctx context.Context, cfg SandboxConfig, instance string, log *slog.Logger) (sandbox.Driver, error) {
-	if instance == "" {
-		instance = "default"
-	}
 	switch cfg.Driver {
 	case "process":
 		p, err := sandbox.NewProcess(sandbox.ProcessOptions{Instance: instance, Logger: log})
@@ -215,6 +220,16 @@ func newDriver(ctx context.Context, cfg SandboxConfig, instance string, log *slo
 		}
 		return d, nil
 	}
+}
+
+// instanceOf names a gohands by its store: one store, one gohands.
+func instanceOf(storePath string) string {
+	abs, err := filepath.Abs(storePath)
+	if err != nil {
+		abs = storePath
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return "s" + hex.EncodeToString(sum[:6])
 }
 
 func newDefaultLogger() *slog.Logger { return slog.New(slog.NewTextHandler(os.Stderr, nil)) }

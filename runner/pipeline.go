@@ -125,6 +125,9 @@ func (p *Pipeline) Execute(ctx context.Context, job *Job) error {
 		start:  time.Now(),
 		events: eventLog{store: p.cfg.Store, jobID: job.ID},
 	}
+	// The first push of work in progress comes a PushInterval into the job:
+	// a short job makes one commit with a meaningful message.
+	r.lastPush = r.start
 	r.tracker = &publish.Tracker{Client: client, Key: r.key, JobID: job.ID, Mask: masker.Mask}
 	if err := r.tracker.Start(ctx); err != nil {
 		log.Warn("tracking comment", "err", err)
@@ -365,7 +368,7 @@ func (r *jobRun) onStep(ctx context.Context, s agent.Step) error {
 	if !s.FilesChanged || time.Since(r.lastPush) < r.p.cfg.PushInterval {
 		return nil
 	}
-	changed, err := r.commitAndPush(ctx, fmt.Sprintf("WIP: work in progress on #%d", r.key.Number))
+	changed, err := r.commitAndPush(ctx, fmt.Sprintf("WIP: %s (gohands, work in progress on #%d)", strings.TrimSuffix(describeStep(s), "."), r.key.Number))
 	if err != nil {
 		var moved *gitrepo.BranchMovedError
 		if errors.As(err, &moved) {

@@ -176,6 +176,7 @@ func (g *GitHub) buildRoutes() []ghRoute {
 		r("POST", "/app-manifests/{code}/conversions", authNone, g.convertManifest),
 		r("GET", repo+"/installation", authJWT, g.getRepoInstallation),
 		r("GET", repo, authToken, g.getRepo),
+		r("GET", "/users/{login}", authToken, g.getUser),
 		r("GET", repo+"/collaborators/{user}/permission", authToken, g.getPermission),
 		r("GET", repo+"/issues/comments/{id}", authToken, g.getComment),
 		r("PATCH", repo+"/issues/comments/{id}", authToken, g.editComment),
@@ -457,6 +458,11 @@ func (g *GitHub) Reactions(owner, repo string) []GitHubReaction {
 		}
 	}
 	return out
+}
+
+// getUser answers GET /users/{login}: every login exists, with a stable id.
+func (g *GitHub) getUser(c *ghCtx) {
+	c.json(http.StatusOK, g.user(c.params["login"]))
 }
 
 // --- JSON shapes --------------------------------------------------------

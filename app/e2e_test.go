@@ -1,0 +1,310 @@
+package app
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/google/go-github/v66/github"
+
+	"github.com/gohands/gohands/app/apptest"
+	"github.com/gohands/gohands/runner"
+	"github.com/gohands/gohands/sandbox/sandboxtest"
+)
+
+// TestLabeledIssueOpensPullRequest: a labeled issue becomes a branch with
+// the expected change, one PR with a closing keyword, and a tracking
+// comment with the link — through the real App, a real git remote and the
+// Docker sandbox.
+func TestLabeledIssueOpensPullRequest(t *testing.T) {
+	h := mustHarness(t, withDocker())
+	if got := h.send("issues", "d-1", h.w.labeled(h.w.issue, "gohands", sampleUser)); got != 202 {
+		t.Fatalf("webhook status %d, want 202", got)
+	}
+	jobs := h.waitDone(h.w.issue)
+	if len(jobs) != 1 || jobs[0].State != runner.StateSucceeded {
+		t.Fatalf("jobs = %+v, want one succeeded", jobs)
+	}
+	got, err := h.w.git.FileAt(sampleOwner, sampleRepo, "gohands/issue-1", "greet.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, `echo "Hello, $name!"`) {
+		t.Errorf("greet.sh on the branch:\n%s", got)
+	}
+	prs, err := h.w.gh.PullRequests(sampleOwner, sampleRepo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prs) != 1 || prs[0].Head != "gohands/issue-1" || prs[0].Base != "main" || !prs[0].Draft {
+		t.Fatalf("pull requests = %+v, want one draft gohands/issue-1 → main", prs)
+	}
+	if !strings.Contains(prs[0].Body, "Fixes #1") {
+		t.Errorf("PR body lacks the closing keyword:\n%s", prs[0].Body)
+	}
+	if jobs[0].PullRequest != prs[0].Number {
+		t.Errorf("job records PR #%d, want #%d", jobs[0].PullRequest, prs[0].Number)
+	}
+	comments, err := h.w.gh.Comments(sampleOwner, sampleRepo, h.w.issue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(comments) != 1 || !strings.Contains(comments[0].Body, "/pull/") {
+		t.Fatalf("want one tracking comment with the PR link, got %+v", comments)
+	}
+}
+
+// Scripted steps shared by the end-to-end tests.
+var (
+	fixGreeting = apptest.LLMTool("file_editor", map[string]any{
+		"command": "str_replace", "path": "${WORKDIR}/greet.sh",
+		"old_str": `echo "Helo, $name!"`, "new_str": `echo "Hello, $name!"`,
+	})
+	runTests = apptest.LLMTool("terminal", map[string]any{"command": "sh test.sh"})
+)
+
+func finishWith(msg string) apptest.LLMStep {
+	return apptest.LLMTool("finish", map[string]any{"message": msg})
+}
+
+// addPR pushes a branch with a commit and opens a PR for it in the emulator.
+func addPR(t *testing.T, h *harness, branch string, pr apptest.GitHubPR) int {
+	t.Helper()
+	if _, err := h.w.git.PushCommit(sampleOwner, sampleRepo, branch, map[string]string{"NOTES.md": "notes\n"}, "Add notes"); err != nil {
+		t.Fatal(err)
+	}
+	pr.Head, pr.Base = branch, "main"
+	if pr.Author == "" {
+		pr.Author = sampleUser
+	}
+	n, err := h.w.gh.AddPullRequest(sampleOwner, sampleRepo, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// prComment is an issue_comment.created event on pull request n.
+func (h *harness) prComment(n int, id int64, body string) *github.IssueCommentEvent {
+	return &github.IssueCommentEvent{
+		Action: github.String("created"),
+		Issue: &github.Issue{Number: github.Int(n), Title: github.String("PR"),
+			PullRequestLinks: &github.PullRequestLinks{URL: github.String(h.w.gh.URL + "/pulls/" + strconv.Itoa(n))}},
+		Comment:      &github.IssueComment{ID: github.Int64(id), Body: github.String(body), User: &github.User{Login: github.String(sampleUser), Type: github.String("User")}},
+		Repo:         h.w.repoPayload(),
+		Sender:       &github.User{Login: github.String(sampleUser), Type: github.String("User")},
+		Installation: &github.Installation{ID: github.Int64(h.w.gh.InstallationID)},
+	}
+}
+
+func TestPRCommentPushesToPRBranch(t *testing.T) {
+	h := mustHarness(t, withDocker(), withScript(fixGreeting, runTests, finishWith("Fix the greeting as asked.")))
+	n := addPR(t, h, "feature", apptest.GitHubPR{Title: "Add notes"})
+	before, err := h.w.git.Log(sampleOwner, sampleRepo, "feature")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := h.w.gh.AddComment(sampleOwner, sampleRepo, n, sampleUser, "@gohands please fix the greeting too")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.send("issue_comment", "d-pr", h.prComment(n, id, "@gohands please fix the greeting too")); got != 202 {
+		t.Fatalf("status %d", got)
+	}
+	jobs := h.waitDone(n)
+	if jobs[0].State != runner.StateSucceeded {
+		t.Fatalf("job %s: %s", jobs[0].State, jobs[0].Reason)
+	}
+	after, err := h.w.git.Log(sampleOwner, sampleRepo, "feature")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before)+1 {
+		t.Fatalf("feature has %d commits, want %d", len(after), len(before)+1)
+	}
+	c := after[0]
+	if !strings.HasPrefix(c.Author, "gohands[bot] <") || !strings.Contains(c.Message, "Co-authored-by: alice <") || strings.HasPrefix(c.Subject, "WIP") {
+		t.Errorf("commit author %q message %q: want the bot, co-authored by alice", c.Author, c.Message)
+	}
+	if prs, _ := h.w.gh.PullRequests(sampleOwner, sampleRepo); len(prs) != 1 {
+		t.Errorf("%d pull requests, want the one that was there", len(prs))
+	}
+	// The answer is the tracking comment on the PR, after the person's comment.
+	comments, _ := h.w.gh.Comments(sampleOwner, sampleRepo, n)
+	if len(comments) != 2 || !strings.Contains(comments[1].Body, "Fix the greeting as asked.") {
+		t.Errorf("comments on the PR: %+v", comments)
+	}
+	// The model saw the PR's title and the person's ask.
+	first := h.w.llm.Requests()[0]
+	if !strings.Contains(string(first.Body), "please fix the greeting too") || !strings.Contains(string(first.Body), "Add notes") {
+		t.Errorf("first model request lacks the PR context:\n%.2000s", first.Body)
+	}
+}
+
+func TestReviewCommentAnsweredInThread(t *testing.T) {
+	h := mustHarness(t, withScript(fixGreeting, finishWith("Fixed the greeting on this line.")))
+	n := addPR(t, h, "review-me", apptest.GitHubPR{Title: "Review me"})
+	rcID, err := h.w.gh.AddReviewComment(sampleOwner, sampleRepo, n, apptest.GitHubReviewComment{
+		Author: sampleUser, Body: "@gohands this greeting is misspelled", Path: "greet.sh", Line: 4, DiffHunk: "@@ -1,4 +1,4 @@\n echo \"Helo, $name!\"",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &github.PullRequestReviewCommentEvent{
+		Action:       github.String("created"),
+		PullRequest:  &github.PullRequest{Number: github.Int(n)},
+		Comment:      &github.PullRequestComment{ID: github.Int64(rcID), Body: github.String("@gohands this greeting is misspelled"), Path: github.String("greet.sh"), User: &github.User{Login: github.String(sampleUser), Type: github.String("User")}},
+		Repo:         h.w.repoPayload(),
+		Sender:       &github.User{Login: github.String(sampleUser), Type: github.String("User")},
+		Installation: &github.Installation{ID: github.Int64(h.w.gh.InstallationID)},
+	}
+	if got := h.send("pull_request_review_comment", "d-rc", ev); got != 202 {
+		t.Fatalf("status %d", got)
+	}
+	if jobs := h.waitDone(n); jobs[0].State != runner.StateSucceeded {
+		t.Fatalf("job %s: %s", jobs[0].State, jobs[0].Reason)
+	}
+	rcs, err := h.w.gh.ReviewComments(sampleOwner, sampleRepo, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply *apptest.GitHubReviewComment
+	for i := range rcs {
+		if rcs[i].InReplyTo == rcID {
+			reply = &rcs[i]
+		}
+	}
+	if reply == nil || !strings.Contains(reply.Body, "Fixed the greeting on this line.") {
+		t.Fatalf("no reply in the review thread: %+v", rcs)
+	}
+	if got, _ := h.w.git.FileAt(sampleOwner, sampleRepo, "review-me", "greet.sh"); !strings.Contains(got, "Hello,") {
+		t.Errorf("review-me's greet.sh not fixed:\n%s", got)
+	}
+	// The model saw the review comment with its file and hunk.
+	if body := string(h.w.llm.Requests()[0].Body); !strings.Contains(body, "greet.sh") || !strings.Contains(body, "@@ -1,4 +1,4 @@") {
+		t.Errorf("first request lacks the review comment's file and hunk:\n%.3000s", body)
+	}
+}
+
+func TestQuestionGetsAnswerWithoutCommit(t *testing.T) {
+	answer := "greet.sh takes the name as its first argument and defaults to world."
+	h := mustHarness(t, withScript(
+		apptest.LLMTool("terminal", map[string]any{"command": "cat greet.sh"}),
+		finishWith(answer),
+	))
+	id, _ := h.w.gh.AddComment(sampleOwner, sampleRepo, h.w.issue, sampleUser, "@gohands what does greet.sh take as arguments?")
+	ev := h.prComment(h.w.issue, id, "@gohands what does greet.sh take as arguments?")
+	ev.Issue.PullRequestLinks = nil
+	if got := h.send("issue_comment", "d-q", ev); got != 202 {
+		t.Fatalf("status %d", got)
+	}
+	if jobs := h.waitDone(h.w.issue); jobs[0].State != runner.StateSucceeded {
+		t.Fatalf("job %s: %s", jobs[0].State, jobs[0].Reason)
+	}
+	branches, _ := h.w.git.Branches(sampleOwner, sampleRepo)
+	if slices.Contains(branches, "gohands/issue-1") {
+		t.Errorf("a question pushed a branch: %v", branches)
+	}
+	if prs, _ := h.w.gh.PullRequests(sampleOwner, sampleRepo); len(prs) != 0 {
+		t.Errorf("a question opened a PR: %+v", prs)
+	}
+	comments, _ := h.w.gh.Comments(sampleOwner, sampleRepo, h.w.issue)
+	if !slices.ContainsFunc(comments, func(c apptest.GitHubComment) bool { return strings.Contains(c.Body, answer) }) {
+		t.Errorf("the answer is not on the issue: %+v", comments)
+	}
+}
+
+func TestForkPRIsExplained(t *testing.T) {
+	h := mustHarness(t, withScript(finishWith("should not run")))
+	n, err := h.w.gh.AddPullRequest(sampleOwner, sampleRepo, apptest.GitHubPR{
+		Title: "From a fork", Author: "mallory", Head: "patch-1", Base: "main",
+		HeadRepoFullName: "mallory/greet", HeadCloneURL: "https://example.invalid/mallory/greet.git",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := h.w.gh.AddComment(sampleOwner, sampleRepo, n, sampleUser, "@gohands fix the tests")
+	if got := h.send("issue_comment", "d-fork", h.prComment(n, id, "@gohands fix the tests")); got != 202 {
+		t.Fatalf("status %d", got)
+	}
+	jobs := h.waitDone(n)
+	if jobs[0].State != runner.StateFailed || !strings.Contains(jobs[0].Reason, "fork") {
+		t.Fatalf("job %s (%s), want failed with an explanation about the fork", jobs[0].State, jobs[0].Reason)
+	}
+	if len(h.w.llm.Requests()) != 0 {
+		t.Errorf("the model was asked %d times for a fork PR", len(h.w.llm.Requests()))
+	}
+	comments, _ := h.w.gh.Comments(sampleOwner, sampleRepo, n)
+	if !slices.ContainsFunc(comments, func(c apptest.GitHubComment) bool {
+		return strings.Contains(c.Body, "mallory/greet") && strings.Contains(c.Body, "cannot push")
+	}) {
+		t.Errorf("no explanation on the PR: %+v", comments)
+	}
+}
+
+func TestDuplicateAndRepeatedDeliveriesKeepOnePR(t *testing.T) {
+	h := mustHarness(t, withScript(fixGreeting, finishWith("Fix greeting."), finishWith("Nothing more to change.")))
+	ev := h.w.labeled(h.w.issue, "gohands", sampleUser)
+	h.send("issues", "same-delivery", ev)
+	h.send("issues", "same-delivery", ev)
+	h.waitDone(h.w.issue)
+	if jobs := h.jobs(h.w.issue); len(jobs) != 1 {
+		t.Fatalf("%d jobs for one delivery sent twice", len(jobs))
+	}
+	// GitHub re-delivering under a new id (or a person labeling again) runs
+	// again on the same branch and updates the same PR.
+	h.send("issues", "another-delivery", ev)
+	waitFor(t, "second job", func() bool { return len(h.jobs(h.w.issue)) == 2 })
+	jobs := h.waitDone(h.w.issue)
+	for _, j := range jobs {
+		if j.State != runner.StateSucceeded {
+			t.Fatalf("job %s %s: %s", j.ID, j.State, j.Reason)
+		}
+	}
+	prs, _ := h.w.gh.PullRequests(sampleOwner, sampleRepo)
+	if len(prs) != 1 {
+		t.Fatalf("%d pull requests, want 1: %+v", len(prs), prs)
+	}
+	if jobs[0].PullRequest != prs[0].Number || jobs[1].PullRequest != prs[0].Number {
+		t.Errorf("jobs record PRs %d and %d, want %d", jobs[0].PullRequest, jobs[1].PullRequest, prs[0].Number)
+	}
+}
+
+func TestStopCancelsAndLeavesNoContainer(t *testing.T) {
+	h := mustHarness(t, withDocker(), withScript(apptest.LLMTool("terminal", map[string]any{"command": "sleep 60", "timeout": 120})))
+	h.send("issues", "d-stop-1", h.w.labeled(h.w.issue, "gohands", sampleUser))
+	waitFor(t, "the agent's first step", func() bool { return len(h.w.llm.Requests()) > 0 })
+	jobID := h.jobs(h.w.issue)[0].ID
+	cli := sandboxtest.MustDocker(t).Client()
+	containers := func() int {
+		list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "gohands.job="+jobID))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list)
+	}
+	if containers() != 1 {
+		t.Fatalf("want the job's container running")
+	}
+	id, _ := h.w.gh.AddComment(sampleOwner, sampleRepo, h.w.issue, sampleUser, "@gohands stop")
+	ev := h.prComment(h.w.issue, id, "@gohands stop")
+	ev.Issue.PullRequestLinks = nil
+	h.send("issue_comment", "d-stop-2", ev)
+	jobs := h.waitDone(h.w.issue)
+	if jobs[0].State != runner.StateCancelled {
+		t.Fatalf("job %s (%s), want cancelled", jobs[0].State, jobs[0].Reason)
+	}
+	if n := containers(); n != 0 {
+		t.Errorf("%d containers left for the cancelled job", n)
+	}
+	comments, _ := h.w.gh.Comments(sampleOwner, sampleRepo, h.w.issue)
+	if !slices.ContainsFunc(comments, func(c apptest.GitHubComment) bool {
+		return strings.Contains(c.Body, "<!-- gohands:job=") && strings.Contains(strings.ToLower(c.Body), "stopped")
+	}) {
+		t.Errorf("the tracking comment does not say the job was stopped: %+v", comments)
+	}
+}
