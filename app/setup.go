@@ -178,8 +178,16 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case err := <-serveErr:
 		return fmt.Errorf("setup page: %w", err)
 	case <-ctx.Done():
-		srv.Close()
-		return fmt.Errorf("setup stopped before the App was created: %w", ctx.Err())
+		// A callback in progress holds the lock until its result is sent:
+		// let it finish, since its one-time code is already spent.
+		f.mu.Lock()
+		started := f.done
+		f.mu.Unlock()
+		if !started {
+			srv.Close()
+			return fmt.Errorf("setup stopped before the App was created: %w", ctx.Err())
+		}
+		res = <-f.result
 	}
 	// The callback's page is being written; give it a moment, then stop.
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

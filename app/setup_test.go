@@ -224,6 +224,39 @@ func TestSetupWithoutWebhookURL(t *testing.T) {
 	}
 }
 
+// Stopping setup (Ctrl-C) while the code is being exchanged does not lose
+// the App: the code is spent, so setup finishes writing first.
+func TestSetupStopDuringExchange(t *testing.T) {
+	g := apptest.NewGitHub(t)
+	u, err := url.Parse(g.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived, release := make(chan struct{}), make(chan struct{})
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+	cfgPath := filepath.Join(t.TempDir(), "config.yml")
+	s := mustStartSetup(t, "-config", cfgPath, "-addr", "127.0.0.1:0", "-api-url", slow.URL)
+	form := s.mustGetForm(t)
+	g.AddManifestCode("c3")
+	go http.Get(s.base + "/callback?code=c3&state=" + url.QueryEscape(form.state))
+	<-arrived
+	s.cancel()
+	time.Sleep(50 * time.Millisecond) // let setup see the cancellation first
+	close(release)
+	if err := s.wait(t); err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	if cfg, err := LoadConfig(cfgPath); err != nil || cfg.GitHub.App.IntegrationID != g.AppID {
+		t.Fatalf("config after a stop during the exchange: %v", err)
+	}
+}
+
 func TestSetupFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -349,9 +382,10 @@ func mustGHESProxy(tb testing.TB, target string) string {
 
 // setupRun is a gohands setup running in the background.
 type setupRun struct {
-	base string
-	out  *syncBuffer
-	done chan error
+	base   string
+	out    *syncBuffer
+	done   chan error
+	cancel context.CancelFunc
 }
 
 type setupForm struct {
@@ -364,7 +398,7 @@ type setupForm struct {
 func mustStartSetup(tb testing.TB, args ...string) *setupRun {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &setupRun{out: &syncBuffer{}, done: make(chan error, 1)}
+	s := &setupRun{out: &syncBuffer{}, done: make(chan error, 1), cancel: cancel}
 	go func() { s.done <- runSetup(ctx, args, s.out, io.Discard) }()
 	tb.Cleanup(func() {
 		cancel()
