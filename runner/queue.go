@@ -94,16 +94,17 @@ type Event struct {
 
 // Enqueued says what Queue.Enqueue did with a request.
 type Enqueued struct {
-	// Job is the job that carries the request (for a duplicate: the job
-	// the first delivery went to, if it still exists).
+	// Job is the job that carries the request, as read just after the
+	// request was recorded (for a duplicate: the job the first delivery went
+	// to, if it still exists).
 	Job *Job
 	// Duplicate is set when the delivery was seen before; nothing changed.
 	Duplicate bool
 	// Coalesced is set when the request was added to a job already queued
 	// for the key, rather than starting a new job.
 	Coalesced bool
-	// Behind is the job running for the key, which this one waits for;
-	// nil when the key is not busy. The requester should be told.
+	// Behind is the job that was running for the key, which this one waits
+	// for; nil when the key was not busy. The requester should be told.
 	Behind *Job
 }
 
@@ -169,13 +170,17 @@ func (q *Queue) Enqueue(ctx context.Context, r Request) (Enqueued, error) {
 		r.ReceivedAt = now
 	}
 	kid := keyID(r.Key)
-	var res Enqueued
+	// The write transaction only records the request; reading the jobs back
+	// for the answer happens after it, so as not to hold up other writers.
+	var (
+		res             Enqueued
+		jobID, behindID string
+	)
 	err := q.store.update(ctx, func(tx *bolt.Tx) error {
-		res = Enqueued{}
+		res, jobID, behindID = Enqueued{}, "", ""
 		if r.DeliveryID != "" {
-			if jobID, seen := delivery(tx, r.DeliveryID); seen {
-				res.Duplicate = true
-				res.Job, _ = getJob(tx, jobID) // nil if the job is gone
+			if id, seen := delivery(tx, r.DeliveryID); seen {
+				res.Duplicate, jobID = true, id
 				return nil
 			}
 		}
@@ -183,17 +188,15 @@ func (q *Queue) Enqueue(ctx context.Context, r Request) (Enqueued, error) {
 		if err != nil {
 			return err
 		}
-		var job *Job
+		behindID = h.Running
 		if n := len(h.Queued); n > 0 {
-			if err := addRequest(tx, h.Queued[n-1], r); err != nil {
-				return err
-			}
-			if job, err = getJob(tx, h.Queued[n-1]); err != nil {
+			jobID = h.Queued[n-1]
+			if err := addRequest(tx, jobID, r); err != nil {
 				return err
 			}
 			res.Coalesced = true
 		} else {
-			job = &Job{
+			job := &Job{
 				ID:        q.store.newJobID(now),
 				Key:       r.Key,
 				Requests:  []Request{r},
@@ -207,20 +210,25 @@ func (q *Queue) Enqueue(ctx context.Context, r Request) (Enqueued, error) {
 			if err := putHead(tx, kid, h); err != nil {
 				return err
 			}
-		}
-		res.Job = job
-		if h.Running != "" {
-			if res.Behind, err = getJob(tx, h.Running); err != nil {
-				return err
-			}
+			res.Job, jobID = job, job.ID
 		}
 		if r.DeliveryID != "" {
-			return putDelivery(tx, r.DeliveryID, job.ID, now)
+			return putDelivery(tx, r.DeliveryID, jobID, now)
 		}
 		return nil
 	})
 	if err != nil {
 		return Enqueued{}, fmt.Errorf("enqueue %s (delivery %q): %w", r.Key, r.DeliveryID, err)
+	}
+	if res.Job == nil && jobID != "" {
+		if res.Job, err = q.store.Job(jobID); err != nil && !res.Duplicate {
+			return res, fmt.Errorf("enqueue %s: request recorded, but: %w", r.Key, err)
+		}
+	}
+	if behindID != "" {
+		if res.Behind, err = q.store.Job(behindID); err != nil {
+			return res, fmt.Errorf("enqueue %s: request recorded, but: %w", r.Key, err)
+		}
 	}
 	if res.Duplicate {
 		q.log.InfoContext(ctx, "duplicate delivery ignored", "key", r.Key.String(), "delivery", r.DeliveryID)
