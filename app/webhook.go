@@ -39,7 +39,9 @@ func (a *App) onError(w http.ResponseWriter, r *http.Request, err error) {
 		bad    *handlers.BadPayloadError
 	)
 	switch {
-	case errors.As(err, &tooBig):
+	// go-githubapp's ValidationError does not unwrap: a body cut off by
+	// MaxBytesReader (a chunked upload) is its Cause.
+	case errors.As(err, &tooBig), errors.As(err, &ve) && errors.As(ve.Cause, &tooBig):
 		log.Warn("webhook refused: body too large")
 		http.Error(w, "webhook body over 25 MB", http.StatusRequestEntityTooLarge)
 	case errors.As(err, &ve) && strings.Contains(ve.Cause.Error(), "signature"):
