@@ -341,6 +341,11 @@ func TestAction(t *testing.T) {
 	var steps strings.Builder
 	for _, s := range get(a, "runs", "steps").([]any) {
 		fmt.Fprintln(&steps, get(s, "run"), get(s, "uses"))
+		if run, ok := get(s, "run").(string); ok {
+			if out, err := exec.Command("bash", "-n", "-c", run).CombinedOutput(); err != nil {
+				t.Errorf("step %v: bash -n: %v\n%s", get(s, "name"), err, out)
+			}
+		}
 	}
 	for _, want := range []string{"actions/setup-go", "go install \"github.com/gohands/gohands/cmd/gohands@", "gohands action"} {
 		if !strings.Contains(steps.String(), want) {
