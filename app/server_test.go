@@ -425,7 +425,9 @@ func TestWebhookOtherEvents(t *testing.T) {
 			}
 		})
 	}
-	if calls := h.w.gh.Calls(); slices.ContainsFunc(calls, func(c apptest.GitHubCall) bool { return c.Method != "GET" && c.Method != "POST" || strings.Contains(c.Path, "/repos/") }) {
+	if calls := h.w.gh.Calls(); slices.ContainsFunc(calls, func(c apptest.GitHubCall) bool {
+		return c.Method != "GET" && c.Method != "POST" || strings.Contains(c.Path, "/repos/")
+	}) {
 		t.Errorf("other events reached the repository API: %+v", calls)
 	}
 }
