@@ -17,15 +17,18 @@ import (
 //
 // The shell (bash, or sh when the image has none) runs interactively on a
 // terminal, so that Ctrl-C reaches the foreground job and job control keeps
-// background jobs out of the way. Each command is sent as one
-// `eval '<quoted text>'; __gh_m <seq> $?` unit: eval keeps cd and export in
-// the current shell, a syntax error in the text cannot swallow the marker, and
-// a command that reads its input reads the next line written to the terminal
-// (an is_input call), never the marker. The marker, printed by the shell,
-// carries the sequence number, the exit code and the working directory.
+// background jobs out of the way. Its prompt is the marker: whenever the
+// shell is ready for a command it prints, through PS1, the sequence number of
+// the last command, its exit code, the shell's pid and the working
+// directory. Each command is sent as one `__gh_seq=N; eval '<quoted text>'`
+// unit: eval keeps cd and export in the current shell, a syntax error in the
+// text cannot leave the shell waiting for more, and a command that reads
+// input reads the next line written to the terminal (an is_input call).
+// Because the prompt is printed however the command ended (Ctrl-C included),
+// the marker always arrives once the shell is back.
 
-// markerRe matches what __gh_m prints: RS "GHM" seq SP code SP cwd RS.
-var markerRe = regexp.MustCompile("\n?\x1eGHM([0-9]+) (-?[0-9]+) ([^\x1e\n]*)\x1e\n")
+// markerRe matches the prompt: RS "GHM" seq SP code SP pid SP cwd RS.
+var markerRe = regexp.MustCompile("\n?\x1eGHM([0-9]+) (-?[0-9]+) ([0-9]+) ([^\x1e\n]*)\x1e")
 
 // markerWindow is how many trailing bytes are held back from the output
 // while waiting for a marker that may be split across reads.
@@ -36,10 +39,11 @@ const markerWindow = 8192
 const ttyChunk = 1024
 
 // shellInit prepares the interactive shell: no echo, no CR before LF, no
-// prompts, no history expansion, and the marker function. It ends with the
-// marker for sequence 0 whose code field is the shell's pid.
-const shellInit = `stty -echo -onlcr 2>/dev/null; PS1=''; PS2=''; PS4='+ '; unset PROMPT_COMMAND HISTFILE; set +H 2>/dev/null; ` +
-	`__gh_m() { printf '\n\036GHM%s %s %s\036\n' "$1" "$2" "$PWD"; }; cd @WORKDIR@ && __gh_m 0 $$` + "\n"
+// history expansion, and the marker as the prompt. The prompt that follows
+// it carries sequence 0.
+const shellInit = `stty -echo -onlcr 2>/dev/null; unset PROMPT_COMMAND HISTFILE; [ -n "$BASH_VERSION" ] && set +H; ` +
+	`__gh_m() { printf '\n\036GHM%s %s %s %s\036' "$1" "$2" "$$" "$PWD"; }; ` +
+	`PS2=''; PS4='+ '; cd @WORKDIR@; __gh_seq=0; PS1='$(__gh_m "$__gh_seq" "$?")'` + "\n"
 
 // shellConn is the terminal of a running shell, as a driver provides it.
 type shellConn interface {
@@ -112,7 +116,7 @@ func (s *shell) open(ctx context.Context) error {
 		conn.close()
 		return fmt.Errorf("initialize shell: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var discard capper
 	discard.max = 4096
@@ -121,7 +125,7 @@ func (s *shell) open(ctx context.Context) error {
 		conn.close()
 		return fmt.Errorf("initialize shell: %w (output: %q)", err, discard.String())
 	}
-	s.pid = m.code
+	s.pid = m.pid
 	s.cwd = m.cwd
 	return nil
 }
@@ -153,8 +157,8 @@ func readLoop(r io.Reader, chunks chan<- []byte, errc chan<- error, done <-chan 
 var errShellExited = errors.New("the shell exited")
 
 type marker struct {
-	seq, code int
-	cwd       string
+	seq, code, pid int
+	cwd            string
 }
 
 // errMarkerTimeout is returned by waitMarker when ctx's deadline passes.
@@ -173,10 +177,11 @@ func (s *shell) waitMarker(ctx context.Context, seq int, out *capper) (marker, e
 			out.Write(s.pending[:loc[0]])
 			got, _ := strconv.Atoi(string(s.pending[loc[2]:loc[3]]))
 			code, _ := strconv.Atoi(string(s.pending[loc[4]:loc[5]]))
-			cwd := string(s.pending[loc[6]:loc[7]])
+			pid, _ := strconv.Atoi(string(s.pending[loc[6]:loc[7]]))
+			cwd := string(s.pending[loc[8]:loc[9]])
 			s.pending = append([]byte(nil), s.pending[loc[1]:]...)
 			if got == seq {
-				return marker{seq: got, code: code, cwd: cwd}, nil
+				return marker{seq: got, code: code, pid: pid, cwd: cwd}, nil
 			}
 		}
 		if n := len(s.pending) - markerWindow; n > 0 {
@@ -211,6 +216,21 @@ func (s *shell) flushPending(out *capper) {
 	}
 	out.Write(s.pending)
 	s.pending = nil
+}
+
+// exited reports whether the shell ended while no command was running.
+func (s *shell) exited() bool {
+	for {
+		select {
+		case b, ok := <-s.chunks:
+			if !ok {
+				return true
+			}
+			s.pending = append(s.pending, b...)
+		default:
+			return false
+		}
+	}
 }
 
 // keys maps the key names of the OpenHands terminal tool to bytes.
@@ -264,6 +284,14 @@ func (s *shell) exec(ctx context.Context, cmd Command) (Result, error) {
 		if strings.TrimSpace(cmd.Command) == "" {
 			return Result{ExitCode: 0, Cwd: s.cwd}, nil
 		}
+		if s.exited() {
+			// Busybox ash (the fallback without bash) can exit when a
+			// background job ends while it waits at its prompt.
+			if err := s.reset(ctx); err != nil {
+				return Result{ExitCode: -1}, err
+			}
+			out.Write([]byte("[the shell had exited and was restarted: working directory and variables were reset]\n"))
+		}
 		s.seq++
 		s.flushPending(out) // output of background jobs since the last call
 		if _, err := io.WriteString(s.conn, wrapCommand(cmd.Command, s.seq)); err != nil {
@@ -282,11 +310,14 @@ func (s *shell) exec(ctx context.Context, cmd Command) (Result, error) {
 	case errors.Is(err, errMarkerTimeout):
 		s.flushPending(out)
 		s.running = true
-		if waitingForInput(out) {
+		if cmd.IsInput || waitingForInput(out) {
+			// A program that printed a prompt, or one the agent is talking
+			// to, is left running: the agent decides (more input, or C-c).
 			return Result{Output: out.String(), ExitCode: -1, Running: true, Cwd: s.cwd}, nil
 		}
 		s.code = -1
 		ierr := s.interrupt(ctx, out)
+		s.flushPending(out)
 		res := Result{Output: out.String() + fmt.Sprintf("\n[command timed out after %s and was interrupted]", timeout), ExitCode: s.code, TimedOut: true, Cwd: s.cwd}
 		return res, ierr
 	default:
@@ -306,26 +337,21 @@ func waitingForInput(out *capper) bool {
 // foreground job, then a fresh shell. Output produced meanwhile goes to out.
 func (s *shell) interrupt(ctx context.Context, out *capper) error {
 	if _, err := io.WriteString(s.conn, "\x03"); err == nil {
-		if s.resync(ctx, out, 2*time.Second) {
+		if s.settle(ctx, out, 2*time.Second) {
 			return nil
 		}
 	}
 	kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	killed, _ := s.conn.killForeground(kctx, s.pid)
 	cancel()
-	if killed && s.resync(ctx, out, 3*time.Second) {
+	if killed && s.settle(ctx, out, 3*time.Second) {
 		return nil
 	}
 	return s.reset(ctx)
 }
 
-// resync sends a bare marker and waits for it, which tells that the shell
-// reads commands again.
-func (s *shell) resync(ctx context.Context, out *capper, wait time.Duration) bool {
-	s.seq++
-	if _, err := fmt.Fprintf(s.conn, "\n__gh_m %d $?\n", s.seq); err != nil {
-		return false
-	}
+// settle waits for the prompt of the running command.
+func (s *shell) settle(ctx context.Context, out *capper, wait time.Duration) bool {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	m, err := s.waitMarker(wctx, s.seq, out)
@@ -358,11 +384,32 @@ func (s *shell) close() {
 	}
 }
 
-// wrapCommand quotes text for eval in chunks joined by backslash-newline, so
-// that no terminal line is long, and appends the marker call.
+// wrapCommand builds the line that runs text: it sets the sequence number
+// the next prompt reports, checks the text's syntax in a subshell (as the
+// body of a function that is never called) and evals it in the shell itself
+// only when it parses; otherwise it is evaluated in a subshell, which prints
+// the syntax error without the interactive shell's jump back to its prompt
+// (after which bash shows the previous prompt again, and the marker would
+// be stale).
 func wrapCommand(text string, seq int) string {
 	var b strings.Builder
-	b.WriteString("eval ")
+	fmt.Fprintf(&b, "__gh_seq=%d; if (eval ", seq)
+	writeQuoted(&b, "__gh_chk() {\n"+text+"\n}")
+	b.WriteString(") 2>/dev/null; then eval ")
+	writeQuoted(&b, text)
+	b.WriteString("; else (eval ")
+	writeQuoted(&b, text)
+	b.WriteString("); fi\n")
+	return b.String()
+}
+
+// writeQuoted writes text as one shell word made of single-quoted chunks
+// joined by backslash-newline, so that no terminal line is long.
+func writeQuoted(b *strings.Builder, text string) {
+	if text == "" {
+		b.WriteString("''")
+		return
+	}
 	for len(text) > 0 {
 		n := min(len(text), ttyChunk)
 		b.WriteString(shellQuote(text[:n]))
@@ -371,11 +418,6 @@ func wrapCommand(text string, seq int) string {
 			b.WriteString("\\\n")
 		}
 	}
-	if b.Len() == len("eval ") {
-		b.WriteString("''")
-	}
-	fmt.Fprintf(&b, "; __gh_m %d $?\n", seq)
-	return b.String()
 }
 
 // shellQuote quotes s for a POSIX shell.
