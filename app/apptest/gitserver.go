@@ -292,6 +292,28 @@ func (s *GitServer) PushCommit(owner, name, branch string, files map[string]stri
 	return h, nil
 }
 
+// RemoveFiles commits the deletion of paths on branch directly in the
+// remote, as another person pushing would; it returns the new commit hash.
+func (s *GitServer) RemoveFiles(owner, name, branch string, paths []string, msg string) (string, error) {
+	gitDir, err := s.repoDir(owner, name)
+	if err != nil {
+		return "", err
+	}
+	entries := make([]gitEntry, 0, len(paths))
+	for _, p := range paths {
+		entries = append(entries, gitEntry{path: p, remove: true})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	h, err := s.commitEntries(ctx, gitDir, branch, entries, msg)
+	if err != nil {
+		return "", fmt.Errorf("remove files from %s/%s %s: %w", owner, name, branch, err)
+	}
+	return h, nil
+}
+
 // Branches lists the branch names of owner/name, sorted.
 func (s *GitServer) Branches(owner, name string) ([]string, error) {
 	gitDir, err := s.repoDir(owner, name)
@@ -365,6 +387,7 @@ type gitEntry struct {
 	path    string
 	mode    string // 100644, 100755 or 120000
 	content []byte // file content or symlink target
+	remove  bool   // delete path instead
 }
 
 // commitEntries writes entries on top of branch (or, if branch does not
@@ -401,6 +424,11 @@ func (s *GitServer) commitEntries(ctx context.Context, gitDir, branch string, en
 	for _, e := range entries {
 		if e.path == "" || strings.HasPrefix(e.path, "/") || strings.Contains("/"+e.path+"/", "/../") || strings.Contains("/"+e.path+"/", "/.git/") {
 			return "", fmt.Errorf("invalid file path %q", e.path)
+		}
+		if e.remove {
+			// Mode 0 removes the path from the index.
+			fmt.Fprintf(&info, "0 %s\t%s\n", strings.Repeat("0", 40), e.path)
+			continue
 		}
 		out, err := s.git(ctx, gitDir, nil, e.content, "hash-object", "-w", "--stdin")
 		if err != nil {

@@ -105,6 +105,15 @@ func TestGitServerCloneAndPush(t *testing.T) {
 	if log[0].Hash != h || log[0].Subject != "Other person's change" || log[0].Message != "Other person's change\n\nbody" || log[1].Subject != "Add NEW" {
 		t.Errorf("log after PushCommit = %+v", log)
 	}
+	if _, err := s.RemoveFiles("acme", "calc", "main", []string{"README.md"}, "Remove README"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FileAt("acme", "calc", "main", "README.md"); err == nil {
+		t.Error("README.md still on main after RemoveFiles")
+	}
+	if _, err := s.FileAt("acme", "calc", "main", "calc.go"); err != nil {
+		t.Errorf("RemoveFiles removed more than asked: %v", err)
+	}
 	mustGit(t, dir, "pull", "--quiet", "--ff-only", "origin", "feature")
 	if b, err := os.ReadFile(filepath.Join(dir, "docs/other.md")); err != nil || string(b) != "other\n" {
 		t.Errorf("pulled docs/other.md = %q, %v", b, err)

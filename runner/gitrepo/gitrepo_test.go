@@ -332,6 +332,10 @@ func TestPushIntegratesForeignCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	removed, err := f.srv.RemoveFiles("acme", "calc", "gohands/issue-7", []string{"AGENTS.md"}, "Drop AGENTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	mustWrite(t, ws.Dir, "calc_test.go", "package calc\n")
 	ours := mustCommit(t, ws, "Rewrite tests")
 	if err := ws.Push(ctx, f.srv.Token); err != nil {
@@ -348,7 +352,7 @@ func TestPushIntegratesForeignCommit(t *testing.T) {
 	for _, c := range log {
 		hashes[c.Hash] = true
 	}
-	if !hashes[foreign] || !hashes[ours] {
+	if !hashes[foreign] || !hashes[ours] || !hashes[removed] {
 		t.Errorf("remote log %+v lacks the foreign %s or our %s commit", log, foreign, ours)
 	}
 	for p, want := range map[string]string{"docs/usage.md": "usage\n", "README.md": "readme\n", "calc_test.go": "package calc\n", "calc.go": "package calc\n"} {
@@ -358,6 +362,12 @@ func TestPushIntegratesForeignCommit(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(ws.Dir, p)); err != nil || string(b) != want {
 			t.Errorf("working tree %s = %q, %v; want %q", p, b, err, want)
 		}
+	}
+	if _, err := f.srv.FileAt("acme", "calc", "gohands/issue-7", "AGENTS.md"); err == nil {
+		t.Error("the other person's deletion of AGENTS.md was undone on the remote")
+	}
+	if _, err := os.Stat(filepath.Join(ws.Dir, "AGENTS.md")); !os.IsNotExist(err) {
+		t.Errorf("AGENTS.md still in the working tree after the merge: %v", err)
 	}
 	gitCLI(t, ws.Dir, "fsck", "--no-progress")
 	repoDir, _ := f.srv.RepoDir("acme", "calc")
@@ -577,5 +587,31 @@ func TestMirrorRepackedAfterMaxPacks(t *testing.T) {
 	gitCLI(t, last.Dir, "fsck", "--no-progress")
 	if b, err := os.ReadFile(filepath.Join(last.Dir, "f3")); err != nil || string(b) != "x" {
 		t.Errorf("f3 = %q, %v", b, err)
+	}
+}
+
+func TestPushWithNothingNewFollowsForeignCommits(t *testing.T) {
+	f := mustFixture(t)
+	ctx := context.Background()
+	ws := mustPrepare(t, f.cache, f.opts(t, "gohands/issue-11"))
+	mustWrite(t, ws.Dir, "a.txt", "a\n")
+	mustCommit(t, ws, "a")
+	if err := ws.Push(ctx, f.srv.Token); err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := f.srv.PushCommit("acme", "calc", "gohands/issue-11", map[string]string{"a.txt": "theirs\n"}, "Theirs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The job made no new commit: Push catches up instead of failing or
+	// reporting a conflict on a.txt, which only the other person changed since.
+	if err := ws.Push(ctx, f.srv.Token); err != nil {
+		t.Fatalf("Push = %v", err)
+	}
+	if ws.HeadCommit() != foreign {
+		t.Errorf("head = %s, want the other person's %s", ws.HeadCommit(), foreign)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws.Dir, "a.txt")); string(b) != "theirs\n" {
+		t.Errorf("a.txt = %q", b)
 	}
 }
