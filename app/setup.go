@@ -259,11 +259,17 @@ type setupResult struct {
 }
 
 func newSetupFlow(o setupOptions, configPath string, src []byte, addr net.Addr, hc *http.Client) (*setupFlow, error) {
-	host, port, err := net.SplitHostPort(addr.String())
+	// The browser comes back to the host as the user wrote it (a name
+	// stays a name), on the port actually bound (for -addr HOST:0).
+	_, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
 		return nil, fmt.Errorf("-addr: %w", err)
 	}
-	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		return nil, fmt.Errorf("-addr: %w", err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}
 	f := &setupFlow{

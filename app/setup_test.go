@@ -199,8 +199,11 @@ func TestSetupWithoutWebhookURL(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("# mine\nllm:\n  model: \"my-model\" # keep\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := mustStartSetup(t, "-config", cfgPath, "-addr", "127.0.0.1:0", "-api-url", g.URL)
+	s := mustStartSetup(t, "-config", cfgPath, "-addr", "localhost:0", "-api-url", g.URL)
 	form := s.mustGetForm(t)
+	if !strings.HasPrefix(form.manifest.RedirectURL, "http://localhost:") {
+		t.Errorf("redirect_url = %q, want the host as given in -addr", form.manifest.RedirectURL)
+	}
 	g.AddManifestCode("c2")
 	if code, body := s.mustGet(t, "/callback?code=c2&state="+url.QueryEscape(form.state)); code != http.StatusOK {
 		t.Fatalf("callback: %d %q", code, body)
