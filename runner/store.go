@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -65,10 +66,11 @@ var (
 type Store struct {
 	db *bolt.DB
 
-	closeMu sync.RWMutex
+	wmu     sync.Mutex
+	idle    *sync.Cond // signalled when leading becomes false
 	closed  bool
-	ops     chan *writeOp
-	written chan struct{} // closed when the writer has drained ops
+	leading bool       // a writer is committing
+	pending []*writeOp // writes waiting for the next commit, oldest first
 
 	idMu   sync.Mutex
 	lastID time.Time
@@ -92,7 +94,8 @@ func OpenStore(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &Store{db: db, ops: make(chan *writeOp), written: make(chan struct{})}
+	s := &Store{db: db}
+	s.idle = sync.NewCond(&s.wmu)
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -108,7 +111,6 @@ func OpenStore(dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	go s.writeLoop()
 	if _, err := s.PruneDeliveries(context.Background(), time.Now().Add(-DeliveryRetention)); err != nil {
 		s.Close()
 		return nil, err
@@ -119,15 +121,16 @@ func OpenStore(dir string) (*Store, error) {
 // Close waits for pending writes and closes the database file. It is safe
 // to call twice.
 func (s *Store) Close() error {
-	s.closeMu.Lock()
+	s.wmu.Lock()
 	if s.closed {
-		s.closeMu.Unlock()
+		s.wmu.Unlock()
 		return nil
 	}
 	s.closed = true
-	close(s.ops)
-	s.closeMu.Unlock()
-	<-s.written
+	for s.leading {
+		s.idle.Wait()
+	}
+	s.wmu.Unlock()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}
@@ -140,60 +143,67 @@ func (s *Store) Path() string { return s.db.Path() }
 // writeOp is one write waiting for the group commit.
 type writeOp struct {
 	fn   func(*bolt.Tx) error
-	done chan error
+	done chan error // the outcome, or errLead
 }
+
+// errLead tells a waiting writer that it is now the leader: it commits the
+// writes waiting at that moment, its own first.
+var errLead = errors.New("lead the next commit")
 
 // update runs fn in a write transaction shared with other concurrent
 // writes, and returns once that transaction is on disk. fn may be called
 // more than once (when another write in the same batch fails, each is
 // retried alone), so it must only touch the transaction and variables that
 // it sets afresh on each call.
+//
+// This is group commit with a leader, as in LevelDB: a write that finds no
+// commit in progress commits at once in its own goroutine; writes arriving
+// during a commit wait, and the oldest of them then commits all of them in
+// one transaction. No write waits for a timer, and an uncontended write
+// costs no goroutine switch.
 func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
 	op := &writeOp{fn: fn, done: make(chan error, 1)}
-	s.closeMu.RLock()
+	s.wmu.Lock()
 	if s.closed {
-		s.closeMu.RUnlock()
+		s.wmu.Unlock()
 		return errStoreClosed
 	}
-	select {
-	case s.ops <- op:
-	case <-ctx.Done():
-		s.closeMu.RUnlock()
-		return context.Cause(ctx)
-	}
-	s.closeMu.RUnlock()
-	return <-op.done
-}
-
-// writeLoop takes every write waiting at the moment and commits them in one
-// transaction: under load, a batch forms while the previous one fsyncs, so
-// no write waits for a timer.
-func (s *Store) writeLoop() {
-	defer close(s.written)
-	batch := make([]*writeOp, 0, maxBatch)
-	for op := range s.ops {
-		batch = append(batch[:0], op)
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case op, ok := <-s.ops:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, op)
-			default:
-				break drain
-			}
+	s.pending = append(s.pending, op)
+	lead := !s.leading
+	s.leading = true
+	s.wmu.Unlock()
+	if !lead {
+		if err := <-op.done; err != errLead {
+			return err
 		}
-		s.commit(batch)
 	}
+	s.wmu.Lock()
+	n := min(len(s.pending), maxBatch)
+	batch := slices.Clone(s.pending[:n])
+	s.pending = slices.Delete(s.pending, 0, n)
+	s.wmu.Unlock()
+
+	s.commit(batch)
+
+	s.wmu.Lock()
+	if len(s.pending) > 0 {
+		s.pending[0].done <- errLead
+	} else {
+		s.leading = false
+		s.idle.Broadcast()
+	}
+	s.wmu.Unlock()
+	return <-op.done
 }
 
 // errInBatch marks a batch aborted because one of its functions failed.
 var errInBatch = errors.New("a write in the batch failed")
 
 func (s *Store) commit(batch []*writeOp) {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.safeUpdate(func(tx *bolt.Tx) error {
 		for _, op := range batch {
 			if err := op.fn(tx); err != nil {
 				return errInBatch
@@ -210,8 +220,19 @@ func (s *Store) commit(batch []*writeOp) {
 	// One function failed and took the others down with it: run each alone,
 	// in order, so each gets its own result.
 	for _, op := range batch {
-		op.done <- s.db.Update(op.fn)
+		op.done <- s.safeUpdate(op.fn)
 	}
+}
+
+// safeUpdate is db.Update, with a panic in fn turned into an error so that
+// the writers waiting on this commit are not stranded.
+func (s *Store) safeUpdate(fn func(*bolt.Tx) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("write panicked: %v", p)
+		}
+	}()
+	return s.db.Update(fn)
 }
 
 // newJobID returns a unique ID that sorts by creation time, such as
