@@ -410,12 +410,18 @@ func writeQuoted(b *strings.Builder, text string) {
 		b.WriteString("''")
 		return
 	}
-	for len(text) > 0 {
-		n := min(len(text), ttyChunk)
-		b.WriteString(shellQuote(text[:n]))
-		text = text[n:]
-		if len(text) > 0 {
-			b.WriteString("\\\n")
+	start, width := 0, 0
+	for i := 0; i < len(text); i++ {
+		width++
+		if text[i] == '\'' {
+			width += 3 // '\''
+		}
+		if width >= ttyChunk || i == len(text)-1 {
+			b.WriteString(shellQuote(text[start : i+1]))
+			if i < len(text)-1 {
+				b.WriteString("\\\n")
+			}
+			start, width = i+1, 0
 		}
 	}
 }
