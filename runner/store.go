@@ -87,7 +87,16 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	path := filepath.Join(dir, StoreFile)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 3 * time.Second, FreelistType: bolt.FreelistMapType, NoFreelistSync: true, InitialMmapSize: 1 << 28})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: 3 * time.Second, // another process holds the file lock
+		// As etcd does: the free-page list is rebuilt on open instead of
+		// being written on every commit, and kept in a hash map.
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+		// Address space, not memory: growing the file up to this size needs no
+		// re-mapping, which would wait for every open read transaction.
+		InitialMmapSize: 256 << 20,
+	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open store %s: it is in use by another gohands process", path)
 	}
