@@ -188,20 +188,30 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 	return nil
 }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var (
+	envRef  = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+	intLike = regexp.MustCompile(`^-?[0-9]+$`)
+)
 
 // expandEnv replaces ${VAR} in scalar values after parsing, so that a value
 // with newlines or quotes (a PEM key) cannot change the YAML's structure.
 func expandEnv(n *yaml.Node) {
 	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
+		whole := envRef.FindString(n.Value) == n.Value
 		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
 			return os.Getenv(m[2 : len(m)-1])
 		})
-		// An expanded value is a string, whatever it looks like.
-		if n.Tag == "" || n.Tag == "!" {
-			n.Tag = "!!str"
+		switch {
+		case whole && n.Value == "":
+			// An unset variable leaves the key empty, for Validate to name.
+			n.Tag, n.Style = "!!null", 0
+		case whole && intLike.MatchString(n.Value):
+			// "${GITHUB_APP_ID}" may fill a number; string keys take it too.
+			n.Tag, n.Style = "!!int", 0
+		default:
+			// Anything else is a string, whatever it looks like.
+			n.Tag, n.Style = "!!str", yaml.DoubleQuotedStyle
 		}
-		n.Style = yaml.DoubleQuotedStyle
 	}
 	for _, c := range n.Content {
 		expandEnv(c)
