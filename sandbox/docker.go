@@ -521,6 +521,9 @@ func (s *dockerSandbox) WriteFile(ctx context.Context, name string, data []byte,
 	}
 	if mode == 0 {
 		mode = 0o644
+		if st, err := s.d.cli.ContainerStatPath(ctx, s.id, p); err == nil && st.Mode.IsRegular() {
+			mode = st.Mode.Perm()
+		}
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)

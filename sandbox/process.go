@@ -299,6 +299,9 @@ func (s *processSandbox) WriteFile(ctx context.Context, name string, data []byte
 	p := s.abs(name)
 	if mode == 0 {
 		mode = 0o644
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			mode = fi.Mode().Perm()
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)

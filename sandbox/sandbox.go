@@ -80,7 +80,9 @@ type Sandbox interface {
 	Exec(ctx context.Context, cmd Command) (Result, error)
 	// ReadFile reads a file.
 	ReadFile(ctx context.Context, path string) ([]byte, error)
-	// WriteFile writes a file, creating parent directories.
+	// WriteFile writes a file, creating parent directories. Mode 0 keeps
+	// an existing file's permissions (an edited script stays executable)
+	// and makes a new file 0644.
 	WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error
 	// CopyIn copies the host directory src into the workspace.
 	CopyIn(ctx context.Context, src string) error
