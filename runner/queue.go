@@ -581,6 +581,14 @@ func (q *Queue) work(ctx context.Context, kid string, job *Job) {
 	requests := slices.Clone(job.Requests)
 	err := q.execute(ctx, job)
 	cause := context.Cause(ctx)
+	// Only shutdown puts a job back: an executor that returned ErrShutdown
+	// at another time would otherwise run again and again.
+	var stopping bool
+	select {
+	case <-Stopping(ctx):
+		stopping = true
+	default:
+	}
 	now := time.Now().UTC()
 	log := q.log.With("key", job.Key.String(), "job", job.ID)
 
@@ -600,7 +608,7 @@ func (q *Queue) work(ctx context.Context, kid string, job *Job) {
 		switch {
 		case err == nil:
 			stored.State, stored.Reason, stored.FinishedAt = StateSucceeded, "", now
-		case errors.Is(err, ErrShutdown) || ctx.Err() != nil && errors.Is(cause, ErrShutdown):
+		case stopping && (errors.Is(err, ErrShutdown) || errors.Is(cause, ErrShutdown)):
 			stored.State, stored.Reason = StateQueued, ""
 			h.Queued = append([]string{job.ID}, h.Queued...)
 		case ctx.Err() != nil && errors.As(cause, &cancelled):

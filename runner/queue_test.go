@@ -832,3 +832,15 @@ func TestQueueCancelOrphanBeforeRun(t *testing.T) {
 	mustRun(t, q2)
 	e.mustNotStart(t)
 }
+
+func TestQueueErrShutdownOutsideShutdownFails(t *testing.T) {
+	s := mustStore(t, t.TempDir())
+	q := mustQueue(t, s, ExecutorFunc(func(context.Context, *Job) error {
+		return fmt.Errorf("confused: %w", ErrShutdown)
+	}), 1)
+	mustRun(t, q)
+	res := mustEnqueue(t, q, req(key(1), "d1", ""))
+	if job := mustWait(t, q, res.Job.ID); job.State != StateFailed || job.Attempts != 1 {
+		t.Fatalf("job = %s after %d attempts; want failed after 1 (not queued again)", job.State, job.Attempts)
+	}
+}
