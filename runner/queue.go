@@ -58,8 +58,10 @@ func (e *CancelledError) Error() string {
 type Executor interface {
 	// Execute runs job. Returning nil marks it succeeded; an error marks it
 	// failed with the error's text as the reason, unless ctx was cancelled by
-	// Queue.Cancel (the job is cancelled) or by shutdown (it is queued again).
-	// Execute may set job.PullRequest; the queue stores it with the outcome.
+	// Queue.Cancel (the job is cancelled) or the process is stopping and ctx
+	// was cancelled with ErrShutdown or the error wraps it (the job is queued
+	// again). Execute may set job.PullRequest; the queue stores it with the
+	// outcome.
 	Execute(ctx context.Context, job *Job) error
 }
 
