@@ -152,6 +152,7 @@ func RunAction(ctx context.Context, cfg Config, env ActionEnv, opts ActionOption
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	log = runner.MaskLogger(log, env.Token, cfg.LLM.APIKey)
 	creds := &tokenCredentials{apiURL: strings.TrimSuffix(env.APIURL, "/"), token: env.Token, base: base}
 	slug := opts.Slug
 	if slug == "" {

@@ -84,15 +84,15 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	secrets := []string{cfg.GitHub.App.WebhookSecret, string(key), cfg.LLM.APIKey, cfg.GitHub.OAuth.ClientSecret}
+	log = runner.MaskLogger(log, secrets...)
 	creds := newAppCredentials(cfg.GitHub.V3APIURL, cfg.GitHub.App.IntegrationID, key, base)
 	bot, err := learnBot(ctx, creds)
 	if err != nil {
 		return nil, err
 	}
 	log.Info("github app", "slug", bot.Slug, "login", bot.Login, "api", cfg.GitHub.V3APIURL)
-	c := components{cfg: cfg, log: log, creds: creds, bot: bot, instance: opts.Instance, secrets: []string{
-		cfg.GitHub.App.WebhookSecret, string(key), cfg.LLM.APIKey, cfg.GitHub.OAuth.ClientSecret,
-	}}
+	c := components{cfg: cfg, log: log, creds: creds, bot: bot, instance: opts.Instance, secrets: secrets}
 	a, err := c.build(ctx)
 	if err != nil {
 		return nil, err

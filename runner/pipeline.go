@@ -113,6 +113,7 @@ func (p *Pipeline) Execute(ctx context.Context, job *Job) error {
 		return fmt.Errorf("installation token: %w", err)
 	}
 	masker := agent.NewMasker(append(append([]string{}, p.cfg.Secrets...), token)...)
+	log = slog.New(&maskHandler{next: log.Handler(), m: masker})
 	r := &jobRun{
 		p:      p,
 		job:    job,
