@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -121,7 +122,7 @@ func ParseConfig(data []byte) (Config, error) {
 		if err := checkKeys(doc, reflect.TypeOf(cfg), ""); err != nil {
 			return cfg, err
 		}
-		expandEnv(doc)
+		expandEnv(doc, reflect.TypeOf(cfg))
 		if err := doc.Decode(&cfg); err != nil {
 			return cfg, fmt.Errorf("parse config: %w", err)
 		}
@@ -194,28 +195,59 @@ var (
 )
 
 // expandEnv replaces ${VAR} in scalar values after parsing, so that a value
-// with newlines or quotes (a PEM key) cannot change the YAML's structure.
-func expandEnv(n *yaml.Node) {
+// with newlines or quotes (a PEM key) cannot change the YAML's structure. t
+// is the Go type the node decodes into: an expanded value meant for a string
+// stays a string whatever it looks like ("null", "0123"), while one meant for
+// a number, a bool or a duration is read from the expanded text.
+func expandEnv(n *yaml.Node, t reflect.Type) {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
-		whole := envRef.FindString(n.Value) == n.Value
 		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
 			return os.Getenv(m[2 : len(m)-1])
 		})
-		switch {
-		case whole && n.Value == "":
-			// An unset variable leaves the key empty, for Validate to name.
-			n.Tag, n.Style = "!!null", 0
-		case whole && intLike.MatchString(n.Value):
-			// "${GITHUB_APP_ID}" may fill a number; string keys take it too.
-			n.Tag, n.Style = "!!int", 0
-		default:
-			// Anything else is a string, whatever it looks like.
+		if t == nil || t.Kind() == reflect.String || t.Kind() == reflect.Interface {
 			n.Tag, n.Style = "!!str", yaml.DoubleQuotedStyle
+		} else {
+			n.Tag, n.Style = "", 0
+		}
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			expandEnv(n.Content[i+1], fieldType(t, n.Content[i].Value))
+		}
+	default:
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for _, c := range n.Content {
+			expandEnv(c, elem)
 		}
 	}
-	for _, c := range n.Content {
-		expandEnv(c)
+}
+
+// fieldType is the type of a struct field by its YAML name, or a map's
+// element type; nil when unknown.
+func fieldType(t reflect.Type, key string) reflect.Type {
+	switch {
+	case t == nil:
+		return nil
+	case t.Kind() == reflect.Map:
+		return t.Elem()
+	case t.Kind() != reflect.Struct:
+		return nil
 	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name == key {
+			return f.Type
+		}
+	}
+	return nil
 }
 
 func (c *Config) applyDefaults() {
@@ -339,8 +371,13 @@ func (c *Config) PrivateKey() ([]byte, error) {
 		return nil, errors.New("github.app.private_key: no PEM block found")
 	}
 	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
-		if _, err8 := x509.ParsePKCS8PrivateKey(block.Bytes); err8 != nil {
+		// GitHub signs App JWTs with RS256 only: a PKCS#8 key must hold RSA.
+		k, err8 := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err8 != nil {
 			return nil, fmt.Errorf("github.app.private_key: not an RSA private key: %w", err)
+		}
+		if _, ok := k.(*rsa.PrivateKey); !ok {
+			return nil, fmt.Errorf("github.app.private_key: a %T, want an RSA private key (GitHub Apps sign with RS256)", k)
 		}
 	}
 	return data, nil
