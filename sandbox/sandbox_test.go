@@ -83,8 +83,18 @@ func run(tb testing.TB, sb sandbox.Sandbox, command string) sandbox.Result {
 	return mustExec(tb, sb, sandbox.Command{Command: command, Timeout: 20 * time.Second})
 }
 
-// forEachDriver runs test against every driver.
+// forEachDriver runs test against every driver, in parallel (the tests
+// mostly wait on the engine and on timeouts).
 func forEachDriver(t *testing.T, test func(t *testing.T, start func(testing.TB, sandbox.Spec) sandbox.Sandbox)) {
+	forEachDriverSerial(t, func(t *testing.T, start func(testing.TB, sandbox.Spec) sandbox.Sandbox) {
+		t.Parallel()
+		test(t, start)
+	})
+}
+
+// forEachDriverSerial runs test against every driver, one after the other,
+// for tests that change the process environment.
+func forEachDriverSerial(t *testing.T, test func(t *testing.T, start func(testing.TB, sandbox.Spec) sandbox.Sandbox)) {
 	for _, d := range drivers() {
 		t.Run(d.name, func(t *testing.T) { test(t, d.start) })
 	}
@@ -477,7 +487,7 @@ func TestNoHostSecretsInside(t *testing.T) {
 	for k, v := range secrets {
 		t.Setenv(k, v)
 	}
-	forEachDriver(t, func(t *testing.T, start func(testing.TB, sandbox.Spec) sandbox.Sandbox) {
+	forEachDriverSerial(t, func(t *testing.T, start func(testing.TB, sandbox.Spec) sandbox.Sandbox) {
 		sb := start(t, sandbox.Spec{Env: map[string]string{"ALLOWED": "visible"}})
 		cmd := "env; cat /proc/$$/environ | tr '\\0' '\\n'"
 		if !strings.HasPrefix(t.Name(), "TestNoHostSecretsInside/process") {

@@ -169,7 +169,7 @@ var errMarkerTimeout = errors.New("timed out waiting for the shell")
 // dropped.
 func (s *shell) waitMarker(ctx context.Context, seq int, out *capper) (marker, error) {
 	for {
-		for {
+		for bytes.IndexByte(s.pending, '\x1e') >= 0 {
 			loc := markerRe.FindSubmatchIndex(s.pending)
 			if loc == nil {
 				break
@@ -322,7 +322,12 @@ func (s *shell) exec(ctx context.Context, cmd Command) (Result, error) {
 		return res, ierr
 	default:
 		s.flushPending(out)
-		return Result{Output: out.String(), ExitCode: -1, Cwd: s.cwd}, err
+		if ctx.Err() != nil {
+			// Cancelled by the caller: the command may still run; the next
+			// command interrupts it first.
+			s.running = true
+		}
+		return Result{Output: out.String(), ExitCode: -1, Running: s.running, Cwd: s.cwd}, err
 	}
 }
 
