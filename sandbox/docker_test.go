@@ -207,3 +207,18 @@ func TestProcessDriverIsNotIsolated(t *testing.T) {
 		t.Errorf("workspace left after Close: %v", err)
 	}
 }
+
+// TestDefaultImage runs the real sandbox image when it has been built with
+// deploy/sandbox/build.sh; building it takes minutes, so it is not required.
+func TestDefaultImage(t *testing.T) {
+	d := sandboxtest.MustDocker(t)
+	const image = "gohands-sandbox:latest"
+	if err := d.CheckImage(context.Background(), image); err != nil {
+		t.Skipf("%v", err)
+	}
+	sb := mustDockerSandbox(t, d, sandbox.Spec{Image: image})
+	res := run(t, sb, "echo $0 && git --version && python3 -c 'print(6*7)' && rg --version | head -1 && cc --version | head -1")
+	if res.ExitCode != 0 || !strings.HasPrefix(res.Output, "bash\ngit version") || !strings.Contains(res.Output, "42\n") {
+		t.Errorf("tools in %s: %+v", image, res)
+	}
+}

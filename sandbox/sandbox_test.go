@@ -178,6 +178,13 @@ func TestShellTimeoutKeepsShellUsable(t *testing.T) {
 				t.Errorf("after %q: shell unusable: %+v", cmd, res)
 			}
 		}
+		// A caller that gives up (cancelled ctx) gets an error at once; the
+		// command is interrupted before the next one.
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		if _, err := sb.Exec(ctx, sandbox.Command{Command: "sleep 60", Timeout: time.Minute}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("exec with an expiring ctx: err = %v", err)
+		}
 		res := run(t, sb, "echo alive")
 		if res.Output != "alive\n" {
 			t.Errorf("shell not usable at the end: %q", res.Output)

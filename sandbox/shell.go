@@ -302,6 +302,9 @@ func (s *shell) exec(ctx context.Context, cmd Command) (Result, error) {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	m, err := s.waitMarker(wctx, s.seq, out)
 	cancel()
+	if err != nil && ctx.Err() != nil {
+		err = ctx.Err() // the caller gave up; that is not the command's timeout
+	}
 	switch {
 	case err == nil:
 		s.running = false
