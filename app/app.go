@@ -275,19 +275,23 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
+	queueCtx, stopQueue := context.WithCancel(ctx)
+	defer stopQueue()
 	queueDone := make(chan error, 1)
-	go func() { queueDone <- a.queue.Run(ctx) }()
+	go func() { queueDone <- a.queue.Run(queueCtx) }()
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 	a.setReady(true)
 	a.log.Info("serving", "address", ln.Addr().String(), "webhook", WebhookPath)
 
 	var err error
+	queueEnded := false
 	select {
 	case <-ctx.Done():
 	case err = <-serveDone:
 		err = fmt.Errorf("serve: %w", err)
 	case err = <-queueDone:
+		queueEnded = true
 		err = fmt.Errorf("job queue: %w", err)
 	}
 	a.setReady(false)
@@ -297,9 +301,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if serr := srv.Shutdown(shutCtx); serr != nil && err == nil {
 		err = fmt.Errorf("shutdown: %w", serr)
 	}
-	if ctx.Err() != nil {
+	// The store closes only after the queue has written every job's state.
+	stopQueue()
+	if !queueEnded {
 		if qerr := <-queueDone; qerr != nil && !errors.Is(qerr, context.Canceled) && err == nil {
-			err = qerr
+			err = fmt.Errorf("job queue: %w", qerr)
 		}
 	}
 	if cerr := a.store.Close(); cerr != nil && err == nil {

@@ -308,3 +308,36 @@ func TestStopCancelsAndLeavesNoContainer(t *testing.T) {
 		t.Errorf("the tracking comment does not say the job was stopped: %+v", comments)
 	}
 }
+
+// TestShutdownPushesAndResumes: SIGTERM mid-job pushes what the agent
+// changed, puts the job back in the queue, and the next start finishes it.
+func TestShutdownPushesAndResumes(t *testing.T) {
+	h := mustHarness(t, withScript(
+		fixGreeting,
+		apptest.LLMTool("terminal", map[string]any{"command": "sleep 60", "timeout": 120}),
+		finishWith("Fixed the greeting after a restart."),
+	))
+	h.send("issues", "d-term", h.w.labeled(h.w.issue, "gohands", sampleUser))
+	waitFor(t, "the agent's second step", func() bool { return len(h.w.llm.Requests()) >= 2 })
+	h.shutdown()
+	store, err := runner.OpenStore(h.cfg.Store.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := store.Jobs(h.key(h.w.issue))
+	store.Close()
+	if err != nil || len(jobs) != 1 || jobs[0].State != runner.StateQueued {
+		t.Fatalf("after shutdown: %+v, want the job queued again", jobs)
+	}
+	if got, _ := h.w.git.FileAt(sampleOwner, sampleRepo, "gohands/issue-1", "greet.sh"); !strings.Contains(got, "Hello,") {
+		t.Fatalf("the change was not pushed before shutdown:\n%s", got)
+	}
+	h.start()
+	jobs = h.waitDone(h.w.issue)
+	if jobs[0].State != runner.StateSucceeded || jobs[0].Attempts != 2 {
+		t.Fatalf("after restart: %s (attempts %d): %s", jobs[0].State, jobs[0].Attempts, jobs[0].Reason)
+	}
+	if prs, _ := h.w.gh.PullRequests(sampleOwner, sampleRepo); len(prs) != 1 {
+		t.Fatalf("%d PRs, want 1", len(prs))
+	}
+}

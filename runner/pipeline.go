@@ -351,7 +351,11 @@ func (r *jobRun) work(ctx context.Context, task taskText) (result, error) {
 	})
 	out.agent = res
 	if ctx.Err() != nil {
-		return out, context.Cause(ctx)
+		cause := context.Cause(ctx)
+		if errors.Is(cause, ErrShutdown) {
+			r.saveOnShutdown(ctx)
+		}
+		return out, cause
 	}
 	if err != nil {
 		return out, fmt.Errorf("the model failed: %w", err)
@@ -385,6 +389,19 @@ func (r *jobRun) onStep(ctx context.Context, s agent.Step) error {
 		r.log.Info("pushed work in progress", "branch", r.branch)
 	}
 	return nil
+}
+
+// saveOnShutdown pushes what the agent changed before gohands stops, so
+// the job resumes from it after the restart.
+func (r *jobRun) saveOnShutdown(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	msg := fmt.Sprintf("WIP: interrupted by a gohands restart (work in progress on #%d)", r.key.Number)
+	if changed, err := r.commitAndPush(sctx, msg); err != nil {
+		r.log.Warn("push work in progress before shutdown", "err", err)
+	} else if changed {
+		r.log.Info("pushed work in progress before shutdown", "branch", r.branch)
+	}
 }
 
 func (r *jobRun) movedError(moved *gitrepo.BranchMovedError) error {
