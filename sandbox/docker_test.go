@@ -222,3 +222,26 @@ func TestDefaultImage(t *testing.T) {
 		t.Errorf("tools in %s: %+v", image, res)
 	}
 }
+
+func TestProcessReapAfterCrash(t *testing.T) {
+	base := t.TempDir()
+	crashed, err := sandbox.NewProcess(sandbox.ProcessOptions{Instance: "crash", BaseDir: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := mustStart(t, crashed, sandbox.Spec{})
+	run(t, sb, "sleep 300 &")
+	next, err := sandbox.NewProcess(sandbox.ProcessOptions{Instance: "crash", BaseDir: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := next.Reap(context.Background()); err != nil || n != 1 {
+		t.Fatalf("Reap = %d, %v; want 1", n, err)
+	}
+	if _, err := os.Stat(sb.WorkDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("leftover directory not removed: %v", err)
+	}
+	if _, err := sb.Exec(context.Background(), sandbox.Command{Command: "true", Timeout: 5 * time.Second}); err == nil {
+		t.Error("the reaped shell still answers")
+	}
+}
