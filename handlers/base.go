@@ -175,8 +175,8 @@ func (b *Base) stop(ctx context.Context, client *github.Client, req runner.Reque
 // react adds a reaction to what triggered the request. A failure is logged,
 // not returned: the job is queued and must not be lost over an emoji.
 func (b *Base) react(ctx context.Context, client *github.Client, req runner.Request, a ack, content string) {
-	t := publish.Target{Comment: a.Comment, ReviewComment: a.ReviewComment}
-	if err := publish.React(ctx, client, req.Key, t, content); err != nil {
+	t := publish.TriggerTarget(a.Comment, a.ReviewComment)
+	if err := publish.React(ctx, client, publish.Key(req.Key), t, content); err != nil {
 		b.log(req).Warn("reaction failed", "content", content, "err", err)
 	}
 }
@@ -185,7 +185,7 @@ func (b *Base) react(ctx context.Context, client *github.Client, req runner.Requ
 // comment). A failure is logged: the reply is a courtesy.
 func (b *Base) reply(ctx context.Context, client *github.Client, req runner.Request, body string) {
 	target := publish.ReplyTarget{ReviewCommentID: req.ReviewCommentID}
-	if err := publish.Reply(ctx, client, req.Key, target, body, nil); err != nil {
+	if _, err := publish.Reply(ctx, client, publish.Key(req.Key), target, body, nil); err != nil {
 		b.log(req).Warn("reply failed", "err", err)
 	}
 }

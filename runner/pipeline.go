@@ -580,13 +580,7 @@ func (r *jobRun) finishComment(ctx context.Context, o publish.Outcome) {
 
 // react puts a reaction on what triggered the latest request.
 func (r *jobRun) react(ctx context.Context, content string) {
-	t := publish.Target{Kind: publish.TargetIssue}
-	switch {
-	case r.req.CommentID != 0:
-		t = publish.Target{Kind: publish.TargetIssueComment, ID: r.req.CommentID}
-	case r.req.ReviewCommentID != 0:
-		t = publish.Target{Kind: publish.TargetReviewComment, ID: r.req.ReviewCommentID}
-	}
+	t := publish.TriggerTarget(r.req.CommentID, r.req.ReviewCommentID)
 	if err := publish.React(ctx, r.client, r.key, t, content); err != nil {
 		r.log.Warn("reaction", "content", content, "err", err)
 	}

@@ -33,6 +33,18 @@ type Target struct {
 	ID   int64
 }
 
+// TriggerTarget is where reactions to a request go: the issue comment or
+// the review comment that asked, else the issue or PR itself.
+func TriggerTarget(commentID, reviewCommentID int64) Target {
+	switch {
+	case commentID != 0:
+		return Target{Kind: TargetIssueComment, ID: commentID}
+	case reviewCommentID != 0:
+		return Target{Kind: TargetReviewComment, ID: reviewCommentID}
+	}
+	return Target{Kind: TargetIssue}
+}
+
 // React puts a reaction (eyes, rocket, confused, or any of GitHub's) on the
 // issue or PR of key, or on one of its comments. Reacting twice is harmless.
 func React(ctx context.Context, client *github.Client, key Key, target Target, content string) error {
