@@ -189,10 +189,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 	return nil
 }
 
-var (
-	envRef  = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-	intLike = regexp.MustCompile(`^-?[0-9]+$`)
-)
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // expandEnv replaces ${VAR} in scalar values after parsing, so that a value
 // with newlines or quotes (a PEM key) cannot change the YAML's structure. t
