@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,7 +85,7 @@ func (h *harness) start() {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a, err := New(ctx, h.cfg, Options{Logger: log, Instance: "test-" + strings.ReplaceAll(filepath.Base(h.w.dir), "_", "-")})
+	a, err := New(ctx, h.cfg, Options{Logger: log})
 	if err != nil {
 		cancel()
 		h.t.Fatalf("app.New: %v", err)
