@@ -191,6 +191,7 @@ func (c components) build(ctx context.Context) (*App, error) {
 		},
 		JobTimeout:   cfg.Runner.JobTimeout,
 		PushInterval: cfg.Runner.PushInterval,
+		ForkNewPR:    cfg.Runner.ForkPRs == ForkPRsNewPR,
 		StoreDir:     cfg.Store.Path,
 		Store:        store,
 		Secrets:      c.secrets,

@@ -45,6 +45,17 @@ const (
 	DefaultPushInterval    = 2 * time.Minute
 	DefaultStorePath       = "./data"
 	DefaultShutdownTimeout = 30 * time.Second
+	DefaultForkPRs         = ForkPRsExplain
+)
+
+// How a follow-up on a pull request from a fork is handled (runner.fork_prs):
+// gohands cannot push to a fork's branch.
+const (
+	// ForkPRsExplain answers that the fork's branch cannot be pushed to.
+	ForkPRsExplain = "explain"
+	// ForkPRsNewPR works on a bot branch made from the fork's head and opens
+	// a new pull request from it.
+	ForkPRsNewPR = "new_pr"
 )
 
 // Config is the whole configuration, read from YAML. Every key is documented
@@ -100,6 +111,7 @@ type RunnerConfig struct {
 	Workers      int           `yaml:"workers"`
 	JobTimeout   time.Duration `yaml:"job_timeout"`
 	PushInterval time.Duration `yaml:"push_interval"`
+	ForkPRs      string        `yaml:"fork_prs"`
 }
 
 // StoreConfig says where gohands keeps its state.
@@ -274,6 +286,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.Runner.Workers, DefaultWorkers)
 	setDefault(&c.Runner.JobTimeout, DefaultJobTimeout)
 	setDefault(&c.Runner.PushInterval, DefaultPushInterval)
+	setDefault(&c.Runner.ForkPRs, DefaultForkPRs)
 	setDefault(&c.Store.Path, DefaultStorePath)
 }
 
@@ -335,6 +348,9 @@ func (c *Config) validateCommon() []error {
 	}
 	if c.Runner.Workers < 1 {
 		errs = append(errs, fmt.Errorf("runner.workers: %d, want at least 1", c.Runner.Workers))
+	}
+	if c.Runner.ForkPRs != ForkPRsExplain && c.Runner.ForkPRs != ForkPRsNewPR {
+		errs = append(errs, fmt.Errorf("runner.fork_prs: unknown value %q (want %s or %s)", c.Runner.ForkPRs, ForkPRsExplain, ForkPRsNewPR))
 	}
 	if c.LLM.MaxIterations < 1 {
 		errs = append(errs, fmt.Errorf("llm.max_iterations: %d, want at least 1", c.LLM.MaxIterations))

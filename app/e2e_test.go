@@ -341,3 +341,51 @@ func TestShutdownPushesAndResumes(t *testing.T) {
 		t.Fatalf("%d PRs, want 1", len(prs))
 	}
 }
+
+// TestForkPRNewPR: with runner.fork_prs: new_pr, a follow-up on a fork's
+// PR works on a bot branch made from the fork's head and opens a new PR.
+func TestForkPRNewPR(t *testing.T) {
+	h := mustHarness(t, withScript(fixGreeting, finishWith("Fixed the greeting on top of the fork's change.")),
+		func(h *harness) { h.cfg.Runner.ForkPRs = ForkPRsNewPR })
+	n, err := h.w.gh.AddPullRequest(sampleOwner, sampleRepo, apptest.GitHubPR{
+		Title: "Add notes", Author: "mallory", Head: "patch-1", Base: "main",
+		HeadRepoFullName: "mallory/greet", HeadCloneURL: "https://example.invalid/mallory/greet.git",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forkHead, err := h.w.git.PushPullHead(sampleOwner, sampleRepo, n, map[string]string{"NOTES.md": "from mallory\n"}, "Add notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := h.w.gh.AddComment(sampleOwner, sampleRepo, n, sampleUser, "@gohands fix the greeting here too")
+	h.send("issue_comment", "d-fork-new", h.prComment(n, id, "@gohands fix the greeting here too"))
+	jobs := h.waitDone(n)
+	if jobs[0].State != runner.StateSucceeded {
+		t.Fatalf("job %s: %s", jobs[0].State, jobs[0].Reason)
+	}
+	branch := "gohands/pr-" + strconv.Itoa(n)
+	log, err := h.w.git.Log(sampleOwner, sampleRepo, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) < 2 || log[1].Hash != forkHead {
+		t.Errorf("%s does not build on the fork's head %s: %+v", branch, forkHead, log)
+	}
+	if got, _ := h.w.git.FileAt(sampleOwner, sampleRepo, branch, "NOTES.md"); got != "from mallory\n" {
+		t.Errorf("the fork's change is missing from %s: %q", branch, got)
+	}
+	prs, _ := h.w.gh.PullRequests(sampleOwner, sampleRepo)
+	var made *apptest.GitHubPR
+	for i := range prs {
+		if prs[i].Head == branch {
+			made = &prs[i]
+		}
+	}
+	if len(prs) != 2 || made == nil || !strings.Contains(made.Title, "follow-up to #"+strconv.Itoa(n)) || !strings.Contains(made.Body, "mallory/greet") {
+		t.Fatalf("want the fork's PR and one new PR from %s: %+v", branch, prs)
+	}
+	if jobs[0].PullRequest != made.Number {
+		t.Errorf("job records PR #%d, want #%d", jobs[0].PullRequest, made.Number)
+	}
+}

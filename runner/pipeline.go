@@ -57,8 +57,11 @@ type PipelineConfig struct {
 	// JobTimeout is the wall-clock limit of one job (runner.job_timeout).
 	JobTimeout time.Duration
 	// PushInterval is how often work in progress is pushed while the agent
-	// works (runner.push_interval); zero pushes after every changing step.
+	// works (runner.push_interval).
 	PushInterval time.Duration
+	// ForkNewPR answers a follow-up on a fork's pull request with a new PR
+	// from a bot branch made from the fork's head (runner.fork_prs: new_pr).
+	ForkNewPR bool
 	// StoreDir holds the repository cache (repos/) and working trees (work/).
 	StoreDir string
 	// Store receives each job's event log.
@@ -172,8 +175,10 @@ type jobRun struct {
 	events  eventLog
 	tracker *publish.Tracker
 
-	title       string // the issue's or PR's title
-	fixes       int    // the issue a new PR closes
+	title       string               // the issue's or PR's title
+	fixes       int                  // the issue a new PR closes
+	fork        *publish.PullRequest // a fork's PR answered with a new PR
+	startRef    string               // where a new branch starts, if not the base
 	branch      string
 	ws          *gitrepo.Workspace
 	sb          sandbox.Sandbox
@@ -224,15 +229,21 @@ func (r *jobRun) run(ctx context.Context) (result, error) {
 		if err != nil {
 			return out, err
 		}
-		if pr.IsFork {
-			return out, &userError{fmt.Sprintf("This pull request's branch lives in the fork `%s`, which I cannot push to. "+
-				"Ask me on an issue instead (mention %s there, or add the `%s` label) and I will open a pull request from a branch of this repository.",
-				pr.HeadRepo, r.p.cfg.Bot.Mention(), r.p.cfg.Bot.Label)}
-		}
 		if pr.State != "" && pr.State != "open" {
 			return out, &userError{fmt.Sprintf("This pull request is %s; reopen it, or ask me on an issue.", pr.State)}
 		}
 		r.title, r.branch, base = pr.Title, pr.HeadRef, pr.BaseRef
+		if pr.IsFork {
+			if !r.p.cfg.ForkNewPR {
+				return out, &userError{fmt.Sprintf("This pull request's branch lives in the fork `%s`, which I cannot push to. "+
+					"Ask me on an issue instead (mention %s there, or add the `%s` label) and I will open a pull request from a branch of this repository, "+
+					"or have gohands configured with `runner.fork_prs: new_pr` to get a new pull request built on this one.",
+					pr.HeadRepo, r.p.cfg.Bot.Mention(), r.p.cfg.Bot.Label)}
+			}
+			r.fork = pr
+			r.branch = fmt.Sprintf("%spr-%d", r.p.cfg.Bot.BranchPrefix, r.key.Number)
+			r.startRef = fmt.Sprintf("refs/pull/%d/head", r.key.Number)
+		}
 		task = r.prTask(pr)
 	} else {
 		issue, err := publish.LoadIssue(ctx, r.client, r.key)
@@ -261,7 +272,7 @@ func (r *jobRun) prepare(ctx context.Context, cloneURL, base string) error {
 	if err := os.RemoveAll(workDir); err != nil {
 		return fmt.Errorf("clear working tree %s: %w", workDir, err)
 	}
-	ws, err := cache.Prepare(ctx, gitrepo.PrepareOptions{CloneURL: cloneURL, Token: r.token, Branch: r.branch, BaseBranch: base, Dir: workDir})
+	ws, err := cache.Prepare(ctx, gitrepo.PrepareOptions{CloneURL: cloneURL, Token: r.token, Branch: r.branch, BaseBranch: base, Dir: workDir, StartRef: r.startRef})
 	if err != nil {
 		return fmt.Errorf("prepare %s: %w", r.branch, err)
 	}
@@ -462,8 +473,9 @@ func (r *jobRun) publish(ctx context.Context, out result) (result, error) {
 		return out, &limitError{reason: res.Reason}
 	}
 	hasWork := changed || r.pushed || len(r.ws.BranchCommits) > 0
+	opensPR := !r.req.IsPullRequest || (r.fork != nil && (changed || r.pushed))
 	switch {
-	case !r.req.IsPullRequest && hasWork:
+	case opensPR && hasWork:
 		changes, err := r.ws.Changes(ctx)
 		if err != nil {
 			return out, fmt.Errorf("diff stat: %w", err)
@@ -477,8 +489,13 @@ func (r *jobRun) publish(ctx context.Context, out result) (result, error) {
 			Cost:      r.cost(res),
 			Requester: r.req.Requester,
 		})
+		title := r.title
+		if r.fork != nil {
+			title = fmt.Sprintf("%s (follow-up to #%d)", r.title, r.key.Number)
+			body = fmt.Sprintf("Builds on #%d from the fork `%s`, which I cannot push to.\n\n%s", r.key.Number, r.fork.HeadRepo, body)
+		}
 		out.prNumber, out.prURL, out.created, err = publish.EnsurePullRequest(ctx, r.client, publish.PRSpec{
-			Key: r.key, Head: r.branch, Base: r.ws.BaseBranch, Title: r.title, Body: body,
+			Key: r.key, Head: r.branch, Base: r.ws.BaseBranch, Title: title, Body: body,
 			Draft: r.p.cfg.Bot.Draft, Reviewer: r.req.Requester, Mask: r.masker.Mask,
 		})
 		if err != nil {

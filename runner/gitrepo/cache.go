@@ -91,6 +91,10 @@ type PrepareOptions struct {
 	BaseBranch string
 	// Dir is where the working tree is made; it must not exist or be empty.
 	Dir string
+	// StartRef, when set, is where a new Branch starts instead of
+	// BaseBranch's head: a ref the remote serves outside refs/heads, such as
+	// refs/pull/7/head (a fork's pull request, which cannot be pushed to).
+	StartRef string
 }
 
 // Prepare brings the repository's mirror up to date (an incremental fetch
@@ -134,7 +138,7 @@ func (c *Cache) Prepare(ctx context.Context, opts PrepareOptions) (*Workspace, e
 
 func (c *Cache) prepare(ctx context.Context, id repoID, auth transport.AuthMethod, opts PrepareOptions, dir string) (*Workspace, error) {
 	mirror := id.mirrorPath(c.dir)
-	var baseHash, branchHash plumbing.Hash
+	var baseHash, branchHash, startHash plumbing.Hash
 	err := c.withRepoLock(ctx, mirror, func() error {
 		_, statErr := os.Stat(mirror)
 		repo, err := syncMirror(ctx, mirror, opts.CloneURL, auth)
@@ -155,6 +159,11 @@ func (c *Cache) prepare(ctx context.Context, id repoID, auth transport.AuthMetho
 		if ref, err := repo.Reference(plumbing.NewBranchReferenceName(opts.Branch), false); err == nil {
 			branchHash = ref.Hash()
 		}
+		if branchHash.IsZero() && opts.StartRef != "" {
+			if startHash, err = fetchStart(ctx, repo, opts.CloneURL, opts.StartRef, auth); err != nil {
+				return err
+			}
+		}
 		if err := os.MkdirAll(filepath.Join(dir, ".git", "objects"), 0o755); err != nil {
 			return fmt.Errorf("prepare %s: %w", id, err)
 		}
@@ -169,7 +178,28 @@ func (c *Cache) prepare(ctx context.Context, id repoID, auth transport.AuthMetho
 	if err != nil {
 		return nil, err
 	}
-	return newWorkspace(ctx, dir, opts, baseHash, branchHash)
+	return newWorkspace(ctx, dir, opts, baseHash, branchHash, startHash)
+}
+
+// startRefName is where the mirror keeps a fetched StartRef.
+const startRefName = "refs/gohands/start"
+
+// fetchStart fetches ref (outside refs/heads) into the mirror and returns
+// its commit.
+func fetchStart(ctx context.Context, repo *git.Repository, cloneURL, ref string, auth transport.AuthMethod) (plumbing.Hash, error) {
+	if err := plumbing.ReferenceName(ref).Validate(); err != nil || !strings.HasPrefix(ref, "refs/") {
+		return plumbing.ZeroHash, fmt.Errorf("prepare: start ref %q is not a full ref name", ref)
+	}
+	spec := config.RefSpec("+" + ref + ":" + startRefName)
+	err := repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: auth, Tags: git.NoTags})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w", ref, cloneURL, err)
+	}
+	r, err := repo.Reference(startRefName, true)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w", ref, cloneURL, err)
+	}
+	return r.Hash(), nil
 }
 
 // compact repacks the mirror when it has more than MaxPacks packs.

@@ -77,7 +77,7 @@ type Workspace struct {
 
 // newWorkspace initializes the repository at dir (whose objects are already
 // in place) and checks out the branch.
-func newWorkspace(ctx context.Context, dir string, opts PrepareOptions, base, branchHead plumbing.Hash) (*Workspace, error) {
+func newWorkspace(ctx context.Context, dir string, opts PrepareOptions, base, branchHead, startAt plumbing.Hash) (*Workspace, error) {
 	branchRef := plumbing.NewBranchReferenceName(opts.Branch)
 	// The checkout reads every blob: keeping the pack files open for it
 	// avoids reopening them (and a buffer each time) per object. The
@@ -98,6 +98,9 @@ func newWorkspace(ctx context.Context, dir string, opts PrepareOptions, base, br
 	}
 	refs := []*plumbing.Reference{plumbing.NewHashReference(plumbing.NewRemoteReferenceName("origin", opts.BaseBranch), base)}
 	start := base
+	if !startAt.IsZero() {
+		start = startAt
+	}
 	if !branchHead.IsZero() {
 		start = branchHead
 		ws.Resumed = true
