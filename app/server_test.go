@@ -508,11 +508,16 @@ func TestWebhookPermissionAPIFailing(t *testing.T) {
 		}
 	})
 	t.Run("always", func(t *testing.T) {
+		// Another writer: alice's permission is cached from the subtest above.
+		const user = "bob"
+		if err := h.w.gh.SetPermission(sampleOwner, sampleRepo, user, "write"); err != nil {
+			t.Fatal(err)
+		}
 		n := h.mustIssue("permission API down")
 		h.w.gh.FailPermission(1 << 20)
 		t.Cleanup(func() { h.w.gh.FailPermission(0) })
 		delivery := nextDelivery()
-		body, _ := h.issueComment(n, sampleUser, "@gohands fix it")
+		body, _ := h.issueComment(n, user, "@gohands fix it")
 		got := h.sendRaw("issue_comment", delivery, body)
 		if got >= 200 && got < 300 {
 			t.Errorf("status %d, want non-2xx so GitHub shows the failed delivery", got)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	gohands "github.com/gohands/gohands"
 	"html/template"
 	"io"
 	"io/fs"
@@ -214,7 +215,7 @@ func readConfigForSetup(p string) (string, []byte, error) {
 	src, err := os.ReadFile(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		src = []byte(configTemplate)
+		src = gohands.ConfigYML
 	case err != nil:
 		return "", nil, fmt.Errorf("read config: %w", err)
 	}
@@ -729,96 +730,3 @@ func encodeScalar(e configEdit) string {
 	b, _ := json.Marshal(e.value) // a string always encodes
 	return string(b)
 }
-
-// configTemplate is the annotated config.yml at the repository root, which
-// setup fills in when the configuration file does not exist yet.
-// TestConfigTemplateIsConfigYML keeps the two equal.
-const configTemplate = `# gohands configuration: every key, with its default.
-#
-# ` + "`" + `${VAR}` + "`" + ` anywhere in a value is replaced by the environment variable VAR
-# (after parsing, so a multi-line PEM key is safe). An unknown key is an
-# error that names it. Secrets belong in the environment, never in this file.
-# Run: gohands serve -config config.yml
-
-server:
-  # Where the webhook server listens. Behind a reverse proxy, keep it on
-  # loopback; in a container use "0.0.0.0:8080".
-  address: "127.0.0.1:8080"
-  # Where people reach this server (used for links in comments); optional.
-  public_url: ""
-  # How long a shutdown (SIGTERM/SIGINT) waits for in-flight webhooks.
-  # Running jobs stop at a safe point and go back to the queue.
-  shutdown_timeout: 30s
-
-# go-githubapp's configuration, unchanged. For GitHub Enterprise Server,
-# point the URLs at your instance (v3_api_url: https://HOST/api/v3/).
-github:
-  web_url: "https://github.com"
-  v3_api_url: "https://api.github.com/"
-  v4_api_url: "https://api.github.com/graphql"
-  app:
-    # The App's numeric id (Settings → Developer settings → GitHub Apps).
-    integration_id: 0
-    # The webhook secret you set on the App; webhooks without a valid
-    # X-Hub-Signature-256 are refused. Must not be empty.
-    webhook_secret: "${GITHUB_WEBHOOK_SECRET}"
-    # The App's private key: PEM text, or the path of the .pem file.
-    private_key: "${GITHUB_APP_PRIVATE_KEY}"
-  # Not used by gohands; accepted because go-githubapp's Config has it.
-  oauth:
-    client_id: ""
-    client_secret: ""
-
-bot:
-  # Adding this label to an issue starts a job; removing it cancels the job.
-  label: "gohands"
-  # Branches the bot creates are named <branch_prefix>issue-<N>.
-  branch_prefix: "gohands/"
-  # Open pull requests as drafts.
-  draft: true
-
-llm:
-  # Any OpenAI-compatible chat completions endpoint (OpenAI, Azure OpenAI's
-  # compatible endpoint, vLLM, Ollama, LiteLLM, OpenRouter, ...).
-  base_url: "https://api.openai.com/v1"
-  # Sent as a bearer token to base_url only; never to the sandbox or the model's context.
-  api_key: "${OPENAI_API_KEY}"
-  model: "gpt-4o"
-  # The most agent steps (model calls) one job may take.
-  max_iterations: 50
-  # The most tokens (prompt + completion, as the API reports them) one job may spend.
-  max_tokens: 3000000
-  # The model's context window in tokens; older steps are condensed into a
-  # summary when a request nears it.
-  context_window: 128000
-
-sandbox:
-  # docker: a throwaway container per job (isolated).
-  # process: a temporary directory on the host, NO isolation (development only).
-  driver: "docker"
-  # Build it with deploy/sandbox/build.sh (works without a registry).
-  image: "gohands-sandbox:latest"
-  # bridge: the agent can reach the network (package installs); none: no network.
-  network: "bridge"
-  # Limits of each job's container. memory takes k, m or g; 0 means no limit.
-  cpus: 2
-  memory: "4g"
-  pids: 1024
-  # The only environment variables the sandbox gets. Never put credentials here:
-  # whatever is here is visible to the agent and so to the model.
-  env: {}
-  # How long .openhands/setup.sh may run before the agent starts.
-  setup_timeout: 10m
-
-runner:
-  # How many jobs run at once (one at a time per issue or pull request).
-  workers: 4
-  # Wall-clock limit of one job, sandbox included.
-  job_timeout: 45m
-  # Work in progress is pushed to the branch at most this often while the agent works.
-  push_interval: 2m
-
-store:
-  # The job store (gohands.db) and the repository cache (repos/) live here.
-  path: "./data"
-`

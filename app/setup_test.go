@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	gohands "github.com/gohands/gohands"
 	"html"
 	"io"
 	"net/http"
@@ -25,16 +26,6 @@ import (
 
 	"github.com/gohands/gohands/app/apptest"
 )
-
-func TestConfigTemplateIsConfigYML(t *testing.T) {
-	want, err := os.ReadFile("../config.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if configTemplate != string(want) {
-		t.Fatal("configTemplate in setup.go differs from config.yml: copy config.yml into it")
-	}
-}
 
 // The manifest that setup posts asks for what deploy/app-manifest.yml documents.
 func TestManifestMatchesDeployManifest(t *testing.T) {
@@ -145,7 +136,7 @@ func TestSetupCreatesConfig(t *testing.T) {
 	}
 	// Only the edited lines differ from the annotated template.
 	got, _ := os.ReadFile(cfgPath)
-	gotLines, tmplLines := strings.Split(string(got), "\n"), strings.Split(configTemplate, "\n")
+	gotLines, tmplLines := strings.Split(string(got), "\n"), strings.Split(string(gohands.ConfigYML), "\n")
 	if len(gotLines) != len(tmplLines) {
 		t.Fatalf("config has %d lines, template %d:\n%s", len(gotLines), len(tmplLines), got)
 	}
@@ -312,7 +303,7 @@ func TestEditConfig(t *testing.T) {
 		keep    string // text that must survive
 		wantErr string
 	}{
-		{name: "template", src: configTemplate, inPlace: true, keep: "# Run: gohands serve -config config.yml\n\nserver:\n"},
+		{name: "template", src: string(gohands.ConfigYML), inPlace: true, keep: "# Run: gohands serve -config config.yml\n\nserver:\n"},
 		{name: "plain and single-quoted", src: "server:\n  public_url: '' # where\ngithub:\n  web_url: x\n  v3_api_url: 'it''s'\n  v4_api_url: y\n  app:\n    integration_id: 7   # id\n    webhook_secret: z\n    private_key: \"a\\\"b\"\n", inPlace: true, keep: "# where"},
 		{name: "missing sections", src: "# top\nllm:\n  model: m # mine\n\nbot:\n  label: x\n", keep: "# mine"},
 		{name: "inline PEM", src: "github:\n  app:\n    integration_id: 1\n    webhook_secret: w\n    private_key: |\n      " + strings.ReplaceAll(strings.TrimSpace(pem), "\n", "\n      ") + "\n  web_url: u\n", keep: ""},

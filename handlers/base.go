@@ -47,10 +47,14 @@ type Base struct {
 	// Label is the label that starts a job when added to an issue.
 	Label  string
 	Logger *slog.Logger
+
+	perms *permCache // shared by the handlers All returns
 }
 
-// All returns every handler, sharing base.
+// All returns every handler, sharing base and one cache of permissions
+// (see PermissionTTL).
 func All(base Base) []githubapp.EventHandler {
+	base.perms = newPermCache()
 	return []githubapp.EventHandler{
 		&Issues{base},
 		&IssueComment{base},
@@ -130,11 +134,16 @@ func (b *Base) submit(ctx context.Context, client *github.Client, req runner.Req
 // publish.Permission's retries) is returned: an unverified person never
 // becomes a job.
 func (b *Base) canWrite(ctx context.Context, client *github.Client, key runner.Key, user string) (bool, error) {
+	if ok, cached := b.perms.get(key.Owner, key.Repo, user); cached {
+		return ok, nil
+	}
 	perm, err := publish.Permission(ctx, client, key.Owner, key.Repo, user)
 	if err != nil {
 		return false, fmt.Errorf("check permission of %s on %s/%s: %w", user, key.Owner, key.Repo, err)
 	}
-	return publish.CanWrite(perm), nil
+	ok := publish.CanWrite(perm)
+	b.perms.put(key.Owner, key.Repo, user, ok)
+	return ok, nil
 }
 
 func (b *Base) denied(ctx context.Context, client *github.Client, req runner.Request) error {
