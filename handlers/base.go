@@ -154,7 +154,11 @@ func (b *Base) denied(ctx context.Context, client *github.Client, req runner.Req
 	if !first {
 		return nil
 	}
-	msg := fmt.Sprintf("Thanks for the mention, @%s! Only people with write access to this repository can ask me to work on it, so I won't start on this. A maintainer can ask me instead.", req.Requester)
+	msg := fmt.Sprintf("@%s, only people with write access to this repository can ask me to work on it, so I won't start on this. A maintainer can ask me instead.", req.Requester)
+	switch req.Trigger {
+	case runner.TriggerComment, runner.TriggerReviewComment, runner.TriggerReview:
+		msg = fmt.Sprintf("Thanks for the mention, @%s! Only people with write access to this repository can ask me to work on it, so I won't start on this. A maintainer can ask me instead.", req.Requester)
+	}
 	b.reply(ctx, client, req, msg)
 	return nil
 }
@@ -174,7 +178,10 @@ func (b *Base) stop(ctx context.Context, client *github.Client, req runner.Reque
 	}
 	b.log(req).Info("stop requested", "cancelled", cancelled)
 	if !cancelled {
-		b.reply(ctx, client, req, fmt.Sprintf("@%s there is no job running or queued for this, so there is nothing to stop.", req.Requester))
+		// Removing the label after the work is done is housekeeping, not a request.
+		if req.Trigger != runner.TriggerLabel {
+			b.reply(ctx, client, req, fmt.Sprintf("@%s there is no job running or queued for this, so there is nothing to stop.", req.Requester))
+		}
 		return nil
 	}
 	b.react(ctx, client, req, a, "+1")

@@ -50,13 +50,13 @@ Only people with write access to this repository can start work.`
 // lines ("> …"), fenced code blocks and inline code. label is the trigger
 // label, named in the help text.
 func ParseComment(body, slug, label string) Command {
-	text := visibleText(body)
-	idx, end := findMention(text, slug)
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	idx, end := findMention(body, visibleMask(body), slug)
 	if idx < 0 {
 		return Command{Action: ActionIgnore}
 	}
 	mention := "@" + slug
-	rest := strings.TrimSpace(text[end:])
+	rest := strings.TrimSpace(body[end:])
 	word, _, _ := strings.Cut(rest, " ")
 	word = strings.ToLower(strings.TrimRight(strings.TrimSpace(firstLine(word)), ".!"))
 	alone := strings.ToLower(strings.TrimSpace(strings.TrimRight(firstLine(rest), ".!"))) == word
@@ -66,13 +66,22 @@ func ParseComment(body, slug, label string) Command {
 	case alone && word == "help":
 		return Command{Action: ActionReply, Reply: fmt.Sprintf(Usage, mention, label)}
 	}
-	instruction := strings.TrimSpace(text[:idx] + text[end:])
+	// The instruction is the whole comment but the mention: code spans,
+	// code blocks and quotes are part of what the person asks.
+	before := strings.TrimRight(body[:idx], " \t")
+	after := strings.TrimLeft(body[end:], " \t,:")
+	sep := ""
+	if before != "" && !strings.HasSuffix(before, "\n") && after != "" && !strings.HasPrefix(after, "\n") {
+		sep = " "
+	}
+	instruction := strings.TrimSpace(before + sep + after)
 	return Command{Action: ActionWork, Instruction: instruction}
 }
 
 // Mentions reports whether body addresses the bot (see ParseComment).
 func Mentions(body, slug string) bool {
-	idx, _ := findMention(visibleText(body), slug)
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	idx, _ := findMention(body, visibleMask(body), slug)
 	return idx >= 0
 }
 
@@ -81,15 +90,18 @@ func firstLine(s string) string {
 	return line
 }
 
-// visibleText drops quoted lines and code (fenced blocks, indented blocks
-// and inline spans), where a mention is a quotation, not an ask.
-func visibleText(body string) string {
-	body = strings.ReplaceAll(body, "\r\n", "\n")
-	var b strings.Builder
+// visibleMask marks the bytes of body where a mention counts: not in
+// quoted lines ("> …"), fenced or indented code blocks, or inline code.
+func visibleMask(body string) []bool {
+	mask := make([]bool, len(body))
 	fence := ""
-	for line := range strings.SplitSeq(body, "\n") {
-		trimmed := strings.TrimLeft(line, " ")
-		indent := len(line) - len(trimmed)
+	off := 0
+	for line := range strings.SplitAfterSeq(body, "\n") {
+		start := off
+		off += len(line)
+		text := strings.TrimSuffix(line, "\n")
+		trimmed := strings.TrimLeft(text, " ")
+		indent := len(text) - len(trimmed)
 		if fence != "" {
 			if strings.HasPrefix(trimmed, fence) && strings.TrimSpace(strings.TrimLeft(trimmed, fence[:1])) == "" {
 				fence = ""
@@ -104,56 +116,57 @@ func visibleText(body string) string {
 		if indent >= 4 || strings.HasPrefix(trimmed, ">") {
 			continue
 		}
-		b.WriteString(stripInlineCode(line))
-		b.WriteByte('\n')
+		for i := range len(text) {
+			mask[start+i] = true
+		}
+		hideInlineCode(text, mask[start:start+len(text)])
 	}
-	return strings.TrimRight(b.String(), "\n")
+	return mask
 }
 
-// stripInlineCode removes `code` spans (any number of backticks).
-func stripInlineCode(line string) string {
-	var b strings.Builder
-	for {
-		i := strings.IndexByte(line, '`')
+// hideInlineCode clears the mask over `code` spans (any number of backticks).
+func hideInlineCode(line string, mask []bool) {
+	for pos := 0; pos < len(line); {
+		i := strings.IndexByte(line[pos:], '`')
 		if i < 0 {
-			b.WriteString(line)
-			return b.String()
+			return
 		}
+		i += pos
 		n := len(line[i:]) - len(strings.TrimLeft(line[i:], "`"))
 		ticks := line[i : i+n]
 		j := strings.Index(line[i+n:], ticks)
 		if j < 0 {
-			b.WriteString(line)
-			return b.String()
+			return
 		}
-		b.WriteString(line[:i])
-		line = line[i+n+j+n:]
+		end := i + n + j + n
+		for k := i; k < end; k++ {
+			mask[k] = false
+		}
+		pos = end
 	}
 }
 
 // findMention returns the byte range of the first "@slug" (optionally
-// followed by "[bot]") that stands as a whole word, or -1.
-func findMention(text, slug string) (start, end int) {
+// followed by "[bot]") that stands as a whole word where mask says a
+// mention counts, or -1.
+func findMention(text string, mask []bool, slug string) (start, end int) {
 	if slug == "" {
 		return -1, -1
 	}
-	lower := strings.ToLower(text)
-	needle := "@" + strings.ToLower(slug)
-	for off := 0; ; {
-		i := strings.Index(lower[off:], needle)
-		if i < 0 {
-			return -1, -1
+	needle := "@" + slug
+	for i := 0; i+len(needle) <= len(text); i++ {
+		if text[i] != '@' || !mask[i] || !strings.EqualFold(text[i:i+len(needle)], needle) {
+			continue
 		}
-		i += off
 		j := i + len(needle)
-		if strings.HasPrefix(lower[j:], "[bot]") {
+		if j+len("[bot]") <= len(text) && strings.EqualFold(text[j:j+len("[bot]")], "[bot]") {
 			j += len("[bot]")
 		}
 		if !wordRune(lastRune(text[:i])) && !loginRune(firstRune(text[j:])) {
 			return i, j
 		}
-		off = i + 1
 	}
+	return -1, -1
 }
 
 func lastRune(s string) rune {

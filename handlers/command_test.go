@@ -13,7 +13,7 @@ func TestParseComment(t *testing.T) {
 		instruction string
 	}{
 		{"plain ask", "@gohands fix the off-by-one in Sum", ActionWork, "fix the off-by-one in Sum"},
-		{"mention mid-sentence", "Could @gohands add a test for this?", ActionWork, "Could  add a test for this?"},
+		{"mention mid-sentence", "Could @gohands add a test for this?", ActionWork, "Could add a test for this?"},
 		{"case-insensitive", "@GoHands please rename Foo", ActionWork, "please rename Foo"},
 		{"bot suffix", "@gohands[bot] do it", ActionWork, "do it"},
 		{"bare mention works on the issue", "@gohands", ActionWork, ""},
@@ -28,17 +28,20 @@ func TestParseComment(t *testing.T) {
 		{"e-mail address", "write to bob@gohands.dev", ActionIgnore, ""},
 		{"no mention", "looks good to me", ActionIgnore, ""},
 		{"quoted mention", "> @gohands fix it\n\nI agree with the above", ActionIgnore, ""},
-		{"quoted and real", "> @gohands fix it\n@gohands yes, do that", ActionWork, "yes, do that"},
+		{"quoted and real", "> @gohands fix it\n@gohands yes, do that", ActionWork, "> @gohands fix it\nyes, do that"},
 		{"fenced code", "```\n@gohands fix it\n```\nthat is how you'd call it", ActionIgnore, ""},
 		{"tilde fence", "~~~sh\n@gohands x\n~~~", ActionIgnore, ""},
-		{"after a fence", "```go\nx := 1\n```\n@gohands explain this", ActionWork, "explain this"},
+		{"after a fence", "```go\nx := 1\n```\n@gohands explain this", ActionWork, "```go\nx := 1\n```\nexplain this"},
+		{"code spans are part of the ask", "@gohands rename `fooBar` to `foo_bar` in `pkg/x.go`", ActionWork, "rename `fooBar` to `foo_bar` in `pkg/x.go`"},
+		{"a suggestion block is part of the ask", "@gohands apply this:\n```go\nreturn a - b\n```", ActionWork, "apply this:\n```go\nreturn a - b\n```"},
+		{"dotted I", "İ @gohands fix", ActionWork, "İ fix"},
 		{"unterminated fence hides the rest", "```\n@gohands fix", ActionIgnore, ""},
 		{"inline code", "type `@gohands fix` to start", ActionIgnore, ""},
 		{"double-backtick code", "use ``@gohands `x` `` here", ActionIgnore, ""},
 		{"indented code", "example:\n\n    @gohands fix it", ActionIgnore, ""},
 		{"CRLF", "@gohands stop\r\n", ActionStop, ""},
 		{"in a path", "see docs/@gohands/readme", ActionIgnore, ""},
-		{"unicode around", "héllo @gohands: fais-le", ActionWork, "héllo : fais-le"},
+		{"unicode around", "héllo @gohands: fais-le", ActionWork, "héllo fais-le"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

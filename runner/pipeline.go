@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -86,6 +87,9 @@ type Pipeline struct {
 
 	idMu    sync.Mutex
 	userIDs map[string]int64
+
+	lockMu      sync.Mutex
+	branchLocks map[string]chan struct{}
 }
 
 // NewPipeline returns a pipeline; nothing is touched until the first job.
@@ -94,7 +98,7 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Pipeline{cfg: cfg, log: log, userIDs: map[string]int64{}}
+	return &Pipeline{cfg: cfg, log: log, userIDs: map[string]int64{}, branchLocks: map[string]chan struct{}{}}
 }
 
 var _ Executor = (*Pipeline)(nil)
@@ -109,32 +113,27 @@ func (p *Pipeline) Execute(ctx context.Context, job *Job) error {
 	log := p.log.With("job", job.ID, "key", job.Key.String(), "installation", req.InstallationID, "attempt", job.Attempts)
 	client, err := p.cfg.Credentials.Client(ctx, req.InstallationID)
 	if err != nil {
+		// Without a client nothing can be said on GitHub; the log has it.
 		return fmt.Errorf("GitHub client: %w", err)
 	}
-	token, err := p.cfg.Credentials.Token(ctx, req.InstallationID)
-	if err != nil {
-		return fmt.Errorf("installation token: %w", err)
-	}
-	masker := agent.NewMasker(append(append([]string{}, p.cfg.Secrets...), token)...)
-	log = slog.New(&maskHandler{next: log.Handler(), m: masker})
 	r := &jobRun{
 		p:      p,
 		job:    job,
 		req:    req,
 		key:    publish.Key(job.Key),
 		client: client,
-		token:  token,
-		masker: masker,
-		log:    log,
 		start:  time.Now(),
 		events: eventLog{store: p.cfg.Store, jobID: job.ID},
 	}
+	r.secrets = append([]string{}, p.cfg.Secrets...)
+	r.masker = agent.NewMasker(r.secrets...)
+	r.log = slog.New(&maskHandler{next: log.Handler(), mask: r.mask})
 	// The first push of work in progress comes a PushInterval into the job:
 	// a short job makes one commit with a meaningful message.
 	r.lastPush = r.start
-	r.tracker = &publish.Tracker{Client: client, Key: r.key, JobID: job.ID, Mask: masker.Mask}
+	r.tracker = &publish.Tracker{Client: client, Key: r.key, JobID: job.ID, Mask: r.mask}
 	if err := r.tracker.Start(ctx); err != nil {
-		log.Warn("tracking comment", "err", err)
+		r.log.Warn("tracking comment", "err", err)
 	}
 	runCtx := ctx
 	if p.cfg.JobTimeout > 0 {
@@ -142,8 +141,60 @@ func (p *Pipeline) Execute(ctx context.Context, job *Job) error {
 		runCtx, cancel = context.WithTimeoutCause(ctx, p.cfg.JobTimeout, &limitError{reason: jobTimeoutReason(p.cfg.JobTimeout)})
 		defer cancel()
 	}
-	out, err := r.run(runCtx)
+	var out result
+	if _, err = r.freshToken(runCtx); err == nil {
+		out, err = r.run(runCtx)
+	}
 	return r.finish(ctx, runCtx, out, err)
+}
+
+// tokenAttempts bounds the tries to get an installation token.
+const tokenAttempts = 3
+
+// freshToken returns the installation token, renewed when it nears its
+// expiry (a job may outlive the hour a token lives), and masks it.
+func (r *jobRun) freshToken(ctx context.Context) (string, error) {
+	var err error
+	for attempt := range tokenAttempts {
+		var tok string
+		if tok, err = r.p.cfg.Credentials.Token(ctx, r.req.InstallationID); err == nil {
+			r.setToken(tok)
+			return tok, nil
+		}
+		if attempt+1 < tokenAttempts {
+			select {
+			case <-ctx.Done():
+				return "", context.Cause(ctx)
+			case <-time.After(time.Duration(attempt+1) * time.Second):
+			}
+		}
+	}
+	return "", fmt.Errorf("installation token: %w", err)
+}
+
+// setToken records the current token and adds it to the masked secrets.
+func (r *jobRun) setToken(tok string) {
+	r.maskMu.Lock()
+	defer r.maskMu.Unlock()
+	r.token = tok
+	if !slices.Contains(r.secrets, tok) {
+		r.secrets = append(r.secrets, tok)
+		r.masker = agent.NewMasker(r.secrets...)
+	}
+}
+
+// mask hides every secret the job knows of, tokens included.
+func (r *jobRun) currentToken() string {
+	r.maskMu.Lock()
+	defer r.maskMu.Unlock()
+	return r.token
+}
+
+func (r *jobRun) mask(s string) string {
+	r.maskMu.Lock()
+	m := r.masker
+	r.maskMu.Unlock()
+	return m.Mask(s)
 }
 
 func jobTimeoutReason(d time.Duration) string {
@@ -163,14 +214,17 @@ func (e *userError) Error() string { return e.msg }
 
 // jobRun is one execution of a job.
 type jobRun struct {
-	p       *Pipeline
-	job     *Job
-	req     Request
-	key     publish.Key
-	client  *github.Client
-	token   string
+	p      *Pipeline
+	job    *Job
+	req    Request
+	key    publish.Key
+	client *github.Client
+	log    *slog.Logger
+
+	maskMu  sync.Mutex
+	token   string // the current installation token (see freshToken)
+	secrets []string
 	masker  *agent.Masker
-	log     *slog.Logger
 	start   time.Time
 	events  eventLog
 	tracker *publish.Tracker
@@ -189,6 +243,7 @@ type jobRun struct {
 	tests       []publish.TestRun
 	lastPush    time.Time
 	pushed      bool // this run pushed commits
+	unpushed    bool // a commit waits for a push that failed
 	modelCalled bool
 }
 
@@ -254,6 +309,12 @@ func (r *jobRun) run(ctx context.Context) (result, error) {
 		r.branch = fmt.Sprintf("%sissue-%d", r.p.cfg.Bot.BranchPrefix, r.key.Number)
 		task = r.issueTask(issue)
 	}
+	// An issue's job and a job on its pull request share the branch: one at a time.
+	unlock, err := r.p.lockBranch(ctx, r.key.Owner+"/"+r.key.Repo+":"+r.branch)
+	if err != nil {
+		return out, err
+	}
+	defer unlock()
 	if err := r.prepare(ctx, repo.GetCloneURL(), base); err != nil {
 		return out, err
 	}
@@ -272,7 +333,11 @@ func (r *jobRun) prepare(ctx context.Context, cloneURL, base string) error {
 	if err := os.RemoveAll(workDir); err != nil {
 		return fmt.Errorf("clear working tree %s: %w", workDir, err)
 	}
-	ws, err := cache.Prepare(ctx, gitrepo.PrepareOptions{CloneURL: cloneURL, Token: r.token, Branch: r.branch, BaseBranch: base, Dir: workDir, StartRef: r.startRef})
+	token, err := r.freshToken(ctx)
+	if err != nil {
+		return err
+	}
+	ws, err := cache.Prepare(ctx, gitrepo.PrepareOptions{CloneURL: cloneURL, Token: token, Branch: r.branch, BaseBranch: base, Dir: workDir, StartRef: r.startRef})
 	if err != nil {
 		return fmt.Errorf("prepare %s: %w", r.branch, err)
 	}
@@ -297,7 +362,7 @@ func (r *jobRun) prepare(ctx context.Context, cloneURL, base string) error {
 	}
 	ran, res, err := sandbox.RunSetup(ctx, sb, r.p.cfg.SetupTimeout)
 	if ran {
-		r.events.note(ctx, "setup", r.masker.Mask(res.Output))
+		r.events.note(ctx, "setup", r.mask(res.Output))
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -345,7 +410,7 @@ func (r *jobRun) work(ctx context.Context, task taskText) (result, error) {
 		MaxIterations: r.p.cfg.LLM.MaxIterations,
 		MaxTokens:     r.p.cfg.LLM.MaxTokens,
 		ContextWindow: r.p.cfg.LLM.ContextWindow,
-		Secrets:       append(append([]string{}, r.p.cfg.Secrets...), r.token),
+		Secrets:       append(append([]string{}, r.p.cfg.Secrets...), r.currentToken()),
 		WallClockKey:  "runner.job_timeout",
 		Logger:        r.log,
 	}
@@ -363,16 +428,27 @@ func (r *jobRun) work(ctx context.Context, task taskText) (result, error) {
 	out.agent = res
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
-		if errors.Is(cause, ErrShutdown) {
-			r.saveOnShutdown(ctx)
+		var cancelled *CancelledError
+		if !errors.As(cause, &cancelled) {
+			// A restart or the job's timeout: keep what the agent did on
+			// the branch. A person's stop keeps only what was pushed.
+			r.saveProgress(ctx, cause)
 		}
 		return out, cause
 	}
 	if err != nil {
+		r.saveProgress(ctx, err)
 		return out, fmt.Errorf("the model failed: %w", err)
 	}
-	return r.publish(ctx, out)
+	// From here the job commits and publishes: a shutdown that arrives now
+	// waits for it (bounded), rather than throwing the agent's work away.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	return r.publish(pctx, out)
 }
+
+// publishTimeout bounds committing, pushing and opening the PR at the end.
+const publishTimeout = 5 * time.Minute
 
 // onStep reports progress and pushes work in progress now and then.
 func (r *jobRun) onStep(ctx context.Context, s agent.Step) error {
@@ -402,16 +478,17 @@ func (r *jobRun) onStep(ctx context.Context, s agent.Step) error {
 	return nil
 }
 
-// saveOnShutdown pushes what the agent changed before gohands stops, so
-// the job resumes from it after the restart.
-func (r *jobRun) saveOnShutdown(ctx context.Context) {
+// saveProgress commits and pushes what the agent changed when the job
+// stops early (a restart, the job's timeout, a failing model), so the
+// next run continues from it.
+func (r *jobRun) saveProgress(ctx context.Context, why error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	msg := fmt.Sprintf("WIP: interrupted by a gohands restart (work in progress on #%d)", r.key.Number)
+	msg := fmt.Sprintf("WIP: work in progress on #%d, interrupted\n\n%s", r.key.Number, r.mask(why.Error()))
 	if changed, err := r.commitAndPush(sctx, msg); err != nil {
-		r.log.Warn("push work in progress before shutdown", "err", err)
+		r.log.Warn("push work in progress", "err", err)
 	} else if changed {
-		r.log.Info("pushed work in progress before shutdown", "branch", r.branch)
+		r.log.Info("pushed work in progress", "branch", r.branch, "why", why)
 	}
 }
 
@@ -421,7 +498,10 @@ func (r *jobRun) movedError(moved *gitrepo.BranchMovedError) error {
 }
 
 // commitAndPush copies the sandbox's workspace out, commits what changed
-// and pushes the branch. It reports whether a commit was made.
+// and pushes the branch, also a commit whose earlier push failed. It
+// reports whether a commit was made. When the push merged someone else's
+// commits, the merged tree goes back into the sandbox, so the agent works
+// on it and the next copy out does not undo them.
 func (r *jobRun) commitAndPush(ctx context.Context, message string) (bool, error) {
 	if err := r.sb.CopyOut(ctx, r.ws.Dir); err != nil {
 		return false, fmt.Errorf("copy changes out of the sandbox: %w", err)
@@ -435,14 +515,29 @@ func (r *jobRun) commitAndPush(ctx context.Context, message string) (bool, error
 		return false, fmt.Errorf("commit: %w", err)
 	}
 	r.lastPush = time.Now()
-	if !changed {
+	if changed {
+		r.unpushed = true
+	}
+	if !r.unpushed {
 		return false, nil
 	}
-	if err := r.ws.Push(ctx, r.token); err != nil {
-		return true, fmt.Errorf("push %s: %w", r.branch, err)
+	token, err := r.freshToken(ctx)
+	if err != nil {
+		return changed, err
 	}
-	r.pushed = true
-	r.events.note(ctx, "push", fmt.Sprintf("pushed %s to %s", hash, r.branch))
+	before := r.ws.HeadCommit()
+	if err := r.ws.Push(ctx, token); err != nil {
+		return changed, fmt.Errorf("push %s: %w", r.branch, err)
+	}
+	r.unpushed, r.pushed = false, true
+	r.events.note(ctx, "push", fmt.Sprintf("pushed %s to %s", r.ws.HeadCommit(), r.branch))
+	if r.ws.HeadCommit() != before {
+		// Push merged commits someone else had pushed to the branch.
+		if err := r.sb.CopyIn(ctx, r.ws.Dir); err != nil {
+			return true, fmt.Errorf("bring the merged branch into the sandbox: %w", err)
+		}
+		r.log.Info("merged commits pushed by someone else", "branch", r.branch, "head", r.ws.HeadCommit(), "ours", hash)
+	}
 	return true, nil
 }
 
@@ -453,10 +548,16 @@ func (r *jobRun) publish(ctx context.Context, out result) (result, error) {
 	if res.Finished {
 		ran, pre, err := sandbox.RunPreCommit(ctx, r.sb, r.p.cfg.SetupTimeout)
 		if ran {
-			r.events.note(ctx, "pre-commit", r.masker.Mask(pre.Output))
+			r.events.note(ctx, "pre-commit", r.mask(pre.Output))
 		}
 		if err != nil {
-			return out, &userError{fmt.Sprintf("The repository's `%s` failed, so I did not commit: %v", sandbox.PreCommitScript, err)}
+			why := fmt.Errorf("the repository's %s failed: %w", sandbox.PreCommitScript, err)
+			r.saveProgress(ctx, why)
+			msg := fmt.Sprintf("The repository's `%s` failed (%v), so I did not finish the commit.", sandbox.PreCommitScript, err)
+			if r.pushed {
+				msg += fmt.Sprintf(" The work in progress is on the branch `%s`.", r.branch)
+			}
+			return out, &userError{msg}
 		}
 	}
 	r.status(ctx, publish.PhasePushing, "Committing and pushing.")
@@ -472,40 +573,27 @@ func (r *jobRun) publish(ctx context.Context, out result) (result, error) {
 	if !res.Finished {
 		return out, &limitError{reason: res.Reason}
 	}
-	hasWork := changed || r.pushed || len(r.ws.BranchCommits) > 0
-	opensPR := !r.req.IsPullRequest || (r.fork != nil && (changed || r.pushed))
+	newWork := changed || r.pushed
 	switch {
-	case opensPR && hasWork:
-		changes, err := r.ws.Changes(ctx)
+	case r.fork != nil && newWork, !r.req.IsPullRequest && newWork:
+		return r.ensurePR(ctx, out)
+	case !r.req.IsPullRequest && len(r.ws.BranchCommits) > 0:
+		// The branch holds an earlier run's work (a crash, a limit): open
+		// its PR if there is none; an open PR is left as it is.
+		n, _, err := publish.FindPullRequest(ctx, r.client, r.key, r.branch)
 		if err != nil {
-			return out, fmt.Errorf("diff stat: %w", err)
+			return out, err
 		}
-		body := publish.RenderPRBody(publish.PRBody{
-			JobID:     r.job.ID,
-			Summary:   res.Message,
-			Fixes:     r.fixes,
-			Changes:   fileChanges(changes),
-			Tests:     r.tests,
-			Cost:      r.cost(res),
-			Requester: r.req.Requester,
-		})
-		title := r.title
-		if r.fork != nil {
-			title = fmt.Sprintf("%s (follow-up to #%d)", r.title, r.key.Number)
-			body = fmt.Sprintf("Builds on #%d from the fork `%s`, which I cannot push to.\n\n%s", r.key.Number, r.fork.HeadRepo, body)
+		if n == 0 {
+			return r.ensurePR(ctx, out)
 		}
-		out.prNumber, out.prURL, out.created, err = publish.EnsurePullRequest(ctx, r.client, publish.PRSpec{
-			Key: r.key, Head: r.branch, Base: r.ws.BaseBranch, Title: title, Body: body,
-			Draft: r.p.cfg.Bot.Draft, Reviewer: r.req.Requester, Mask: r.masker.Mask,
-		})
-		if err != nil {
-			return out, fmt.Errorf("open the pull request: %w", err)
-		}
-	case r.req.IsPullRequest && changed:
+		out.answer = res.Message
+		return out, nil
+	case r.req.IsPullRequest && newWork:
 		out.prNumber = r.key.Number
-		msg := fmt.Sprintf("%s\n\nPushed to `%s` (%s).", res.Message, r.branch, r.ws.HeadCommit())
 		if r.req.ReviewCommentID != 0 {
-			if _, err := publish.Reply(ctx, r.client, r.key, publish.ReplyTarget{ReviewCommentID: r.req.ReviewCommentID}, msg, r.masker.Mask); err != nil {
+			msg := fmt.Sprintf("%s\n\nPushed to `%s` (%s).", res.Message, r.branch, r.ws.HeadCommit())
+			if _, err := publish.Reply(ctx, r.client, r.key, publish.ReplyTarget{ReviewCommentID: r.req.ReviewCommentID}, msg, r.mask); err != nil {
 				return out, fmt.Errorf("reply in the review thread: %w", err)
 			}
 		}
@@ -513,10 +601,41 @@ func (r *jobRun) publish(ctx context.Context, out result) (result, error) {
 		// Nothing to commit: the job was a question, or needed no change.
 		out.answer = res.Message
 		if r.req.ReviewCommentID != 0 {
-			if _, err := publish.Reply(ctx, r.client, r.key, publish.ReplyTarget{ReviewCommentID: r.req.ReviewCommentID}, res.Message, r.masker.Mask); err != nil {
+			if _, err := publish.Reply(ctx, r.client, r.key, publish.ReplyTarget{ReviewCommentID: r.req.ReviewCommentID}, res.Message, r.mask); err != nil {
 				return out, fmt.Errorf("reply in the review thread: %w", err)
 			}
 		}
+	}
+	return out, nil
+}
+
+// ensurePR opens the pull request for the job's branch, or updates it.
+func (r *jobRun) ensurePR(ctx context.Context, out result) (result, error) {
+	res := out.agent
+	changes, err := r.ws.Changes(ctx)
+	if err != nil {
+		return out, fmt.Errorf("diff stat: %w", err)
+	}
+	body := publish.RenderPRBody(publish.PRBody{
+		JobID:     r.job.ID,
+		Summary:   res.Message,
+		Fixes:     r.fixes,
+		Changes:   fileChanges(changes),
+		Tests:     r.tests,
+		Cost:      r.cost(res),
+		Requester: r.req.Requester,
+	})
+	title := r.title
+	if r.fork != nil {
+		title = fmt.Sprintf("%s (follow-up to #%d)", r.title, r.key.Number)
+		body = fmt.Sprintf("Builds on #%d from the fork `%s`, which I cannot push to.\n\n%s", r.key.Number, r.fork.HeadRepo, body)
+	}
+	out.prNumber, out.prURL, out.created, err = publish.EnsurePullRequest(ctx, r.client, publish.PRSpec{
+		Key: r.key, Head: r.branch, Base: r.ws.BaseBranch, Title: title, Body: body,
+		Draft: r.p.cfg.Bot.Draft, Reviewer: r.req.Requester, Mask: r.mask,
+	})
+	if err != nil {
+		return out, fmt.Errorf("open the pull request: %w", err)
 	}
 	return out, nil
 }
@@ -545,9 +664,11 @@ func (r *jobRun) finish(ctx, runCtx context.Context, out result, err error) erro
 		Requester:   r.req.Requester,
 		NotIsolated: r.notIsolated,
 	}
+	// A job that got its work done is done, whatever arrived meanwhile.
 	cause := context.Cause(ctx)
 	var cancelled *CancelledError
 	switch {
+	case err == nil:
 	case errors.As(cause, &cancelled):
 		o.Kind, o.CancelledBy = publish.OutcomeCancelled, cancelled.By
 		r.finishComment(fctx, o)
@@ -555,9 +676,6 @@ func (r *jobRun) finish(ctx, runCtx context.Context, out result, err error) erro
 	case errors.Is(cause, ErrShutdown):
 		r.status(fctx, publish.PhaseQueued, "gohands is restarting; this job will continue from its branch when it is back.")
 		return cause
-	}
-	if err == nil && runCtx.Err() != nil {
-		err = context.Cause(runCtx)
 	}
 	if err != nil {
 		o.Kind = publish.OutcomeFailed
@@ -578,7 +696,7 @@ func (r *jobRun) finish(ctx, runCtx context.Context, out result, err error) erro
 		r.log.Warn("job failed", "err", err)
 		r.finishComment(fctx, o)
 		r.react(fctx, "confused")
-		return errors.New(r.masker.Mask(err.Error()))
+		return errors.New(r.mask(err.Error()))
 	}
 	o.Kind = publish.OutcomeSucceeded
 	o.PRNumber, o.PRURL, o.PRCreated = out.prNumber, out.prURL, out.created
@@ -600,6 +718,24 @@ func (r *jobRun) react(ctx context.Context, content string) {
 	t := publish.TriggerTarget(r.req.CommentID, r.req.ReviewCommentID)
 	if err := publish.React(ctx, r.client, r.key, t, content); err != nil {
 		r.log.Warn("reaction", "content", content, "err", err)
+	}
+}
+
+// lockBranch waits until no other job of this process works on the
+// branch, and returns the function that lets the next one in.
+func (p *Pipeline) lockBranch(ctx context.Context, branch string) (func(), error) {
+	p.lockMu.Lock()
+	ch, ok := p.branchLocks[strings.ToLower(branch)]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		p.branchLocks[strings.ToLower(branch)] = ch
+	}
+	p.lockMu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
 	}
 }
 

@@ -72,6 +72,16 @@ func EnsurePullRequest(ctx context.Context, client *github.Client, spec PRSpec) 
 	return pr.GetNumber(), pr.GetHTMLURL(), created, nil
 }
 
+// FindPullRequest returns the open pull request from head in key's
+// repository: its number and URL, or 0 when there is none.
+func FindPullRequest(ctx context.Context, client *github.Client, key Key, head string) (number int, url string, err error) {
+	pr, err := findOpenPR(ctx, client, PRSpec{Key: key, Head: head})
+	if err != nil || pr == nil {
+		return 0, "", err
+	}
+	return pr.GetNumber(), pr.GetHTMLURL(), nil
+}
+
 func findOpenPR(ctx context.Context, client *github.Client, spec PRSpec) (*github.PullRequest, error) {
 	prs, _, err := withRetry(ctx, DefaultBackoff, func() ([]*github.PullRequest, *github.Response, error) {
 		return client.PullRequests.List(ctx, spec.Key.Owner, spec.Key.Repo, &github.PullRequestListOptions{

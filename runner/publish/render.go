@@ -124,9 +124,9 @@ func RenderOutcome(jobID string, o Outcome) string {
 	case OutcomeSucceeded:
 		switch {
 		case o.PRNumber != 0 && o.PRCreated:
-			fmt.Fprintf(&b, "✅ **Done** — opened pull request #%d: %s\n", o.PRNumber, o.PRURL)
+			fmt.Fprintf(&b, "✅ **Done** — opened pull request #%d%s\n", o.PRNumber, linkSuffix(o.PRURL))
 		case o.PRNumber != 0:
-			fmt.Fprintf(&b, "✅ **Done** — updated pull request #%d: %s\n", o.PRNumber, o.PRURL)
+			fmt.Fprintf(&b, "✅ **Done** — updated pull request #%d%s\n", o.PRNumber, linkSuffix(o.PRURL))
 		default:
 			b.WriteString("✅ **Done** — no code change was needed.\n")
 		}
@@ -227,4 +227,13 @@ func FormatDuration(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%dh %02dm", int(d.Hours()), int(d.Minutes())%60)
 	}
+}
+
+// linkSuffix is ": URL", or nothing when there is no URL (the comment is on
+// that pull request already).
+func linkSuffix(url string) string {
+	if url == "" {
+		return ""
+	}
+	return ": " + url
 }
