@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -391,5 +392,57 @@ func TestForkPRNewPR(t *testing.T) {
 	}
 	if jobs[0].PullRequest != made.Number {
 		t.Errorf("job records PR #%d, want #%d", jobs[0].PullRequest, made.Number)
+	}
+}
+
+// TestForeignPushMidJobIsKept: someone pushes to the job's branch while the
+// agent works; gohands merges, gives the agent the merged tree, and the
+// final commit keeps their change.
+func TestForeignPushMidJobIsKept(t *testing.T) {
+	h := mustHarness(t, withScript(
+		fixGreeting,
+		apptest.LLMTool("terminal", map[string]any{"command": "sleep 2"}),
+		apptest.LLMTool("terminal", map[string]any{"command": "echo 'More notes.' >> README.md"}),
+		apptest.LLMTool("terminal", map[string]any{"command": "cat FOREIGN.md"}),
+		finishWith("Fixed the greeting and added notes."),
+	), func(h *harness) { h.cfg.Runner.PushInterval = time.Millisecond })
+	h.send("issues", "d-foreign", h.w.labeled(h.w.issue, "gohands", sampleUser))
+	waitFor(t, "the first work in progress on the branch", func() bool {
+		branches, _ := h.w.git.Branches(sampleOwner, sampleRepo)
+		return slices.Contains(branches, "gohands/issue-1")
+	})
+	if _, err := h.w.git.PushCommit(sampleOwner, sampleRepo, "gohands/issue-1", map[string]string{"FOREIGN.md": "pushed by a person\n"}, "Add FOREIGN.md"); err != nil {
+		t.Fatal(err)
+	}
+	jobs := h.waitDone(h.w.issue)
+	if jobs[0].State != runner.StateSucceeded {
+		t.Fatalf("job %s: %s", jobs[0].State, jobs[0].Reason)
+	}
+	for path, want := range map[string]string{"FOREIGN.md": "pushed by a person", "README.md": "More notes.", "greet.sh": "Hello,"} {
+		if got, err := h.w.git.FileAt(sampleOwner, sampleRepo, "gohands/issue-1", path); err != nil || !strings.Contains(got, want) {
+			t.Errorf("%s on the branch: %q (%v), want it to contain %q", path, got, err, want)
+		}
+	}
+	reqs := h.w.llm.Requests()
+	if len(reqs) < 5 || !strings.Contains(string(reqs[4].Body), "pushed by a person") {
+		t.Errorf("the agent did not see the merged file in its sandbox")
+	}
+}
+
+// TestTokenRenewedDuringJob: installation tokens that expire within the
+// job are renewed before each push.
+func TestTokenRenewedDuringJob(t *testing.T) {
+	h := mustHarnessWith(t, apptest.GitHubOptions{TokenTTL: 3 * time.Second}, withScript(
+		apptest.LLMTool("terminal", map[string]any{"command": "sleep 4"}),
+		fixGreeting,
+		finishWith("Fixed the greeting after a long think."),
+	))
+	h.send("issues", "d-ttl", h.w.labeled(h.w.issue, "gohands", sampleUser))
+	jobs := h.waitDone(h.w.issue)
+	if jobs[0].State != runner.StateSucceeded {
+		t.Fatalf("job %s: %s", jobs[0].State, jobs[0].Reason)
+	}
+	if got, _ := h.w.git.FileAt(sampleOwner, sampleRepo, "gohands/issue-1", "greet.sh"); !strings.Contains(got, "Hello,") {
+		t.Errorf("greet.sh on the branch:\n%s", got)
 	}
 }

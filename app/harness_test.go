@@ -58,8 +58,14 @@ func withScript(steps ...apptest.LLMStep) harnessOption {
 // mustHarness starts the world and the App; both stop when the test ends.
 func mustHarness(t testing.TB, opts ...harnessOption) *harness {
 	t.Helper()
+	return mustHarnessWith(t, apptest.GitHubOptions{}, opts...)
+}
+
+// mustHarnessWith is mustHarness with the GitHub emulator built from ghOpts.
+func mustHarnessWith(t testing.TB, ghOpts apptest.GitHubOptions, opts ...harnessOption) *harness {
+	t.Helper()
 	dir := t.TempDir()
-	w, err := startWorld(dir)
+	w, err := startWorldWith(dir, ghOpts)
 	if err != nil {
 		t.Fatalf("start world: %v", err)
 	}

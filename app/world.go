@@ -51,8 +51,13 @@ type world struct {
 // startWorld starts the world in dir with the sample repository, one issue
 // about its bug, and the replay of the recorded conversation that fixes it.
 func startWorld(dir string) (*world, error) {
+	return startWorldWith(dir, apptest.GitHubOptions{})
+}
+
+// startWorldWith starts the world with the GitHub emulator built from opts.
+func startWorldWith(dir string, opts apptest.GitHubOptions) (*world, error) {
 	w := &world{dir: dir}
-	gh, err := apptest.NewGitHubServer(apptest.GitHubOptions{})
+	gh, err := apptest.NewGitHubServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("GitHub emulator: %w", err)
 	}
