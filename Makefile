@@ -13,7 +13,7 @@ demo: ## the whole flow offline, on this machine
 	$(GO) run ./cmd/gohands demo
 
 test: ## the tests (the README's command)
-	$(GO) test -race -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 build: ## the static binary ./gohands
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o gohands ./cmd/gohands
