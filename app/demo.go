@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,10 +11,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/gohands/gohands/runner"
+	"github.com/gohands/gohands/runner/agent"
 	"github.com/gohands/gohands/sandbox"
 )
 
@@ -62,7 +65,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // emulator, a sample repository served over smart HTTP, and the recorded
 // conversation (or a real model); it labels the sample issue with a signed
 // webhook, shows the job's progress and prints the pull request and its diff.
-func Demo(ctx context.Context, o DemoOptions, out io.Writer) error {
+func Demo(ctx context.Context, o DemoOptions, out io.Writer) (err error) {
 	start := time.Now()
 	dir := o.Dir
 	if dir == "" {
@@ -70,7 +73,12 @@ func Demo(ctx context.Context, o DemoOptions, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(tmp)
+		// Kept when the demo fails, for its log; removed when it succeeds.
+		defer func() {
+			if err == nil {
+				os.RemoveAll(tmp)
+			}
+		}()
 		dir = tmp
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -105,7 +113,7 @@ func Demo(ctx context.Context, o DemoOptions, out io.Writer) error {
 	fmt.Fprintf(out, "  git      %s (git http-backend, token auth)\n", w.cloneURL)
 	fmt.Fprintf(out, "  model    %s\n", modelLine)
 	fmt.Fprintf(out, "  sandbox  %s\n", sandboxLine)
-	fmt.Fprintf(out, "  log      %s\n", logPath)
+	fmt.Fprintf(out, "  log      %s (kept if the demo fails)\n", logPath)
 
 	a, err := New(ctx, cfg, Options{Logger: log, Instance: "demo"})
 	if err != nil {
@@ -138,7 +146,7 @@ func Demo(ctx context.Context, o DemoOptions, out io.Writer) error {
 		sampleUser, w.issue, sampleTitle, cfg.Bot.Label, status, time.Since(t0).Round(time.Millisecond))
 
 	key := runner.Key{Owner: sampleOwner, Repo: sampleRepo, Number: w.issue}
-	job, err := w.follow(ctx, a.Queue(), key, t0, out)
+	job, err := w.follow(ctx, a, key, t0, out)
 	if err != nil {
 		return err
 	}
@@ -152,12 +160,13 @@ func Demo(ctx context.Context, o DemoOptions, out io.Writer) error {
 	return nil
 }
 
-// follow prints the job's progress as the tracking comment shows it, until
-// the job is done.
-func (w *world) follow(ctx context.Context, q *runner.Queue, key runner.Key, t0 time.Time, out io.Writer) (*runner.Job, error) {
+// follow prints the job's progress, as the tracking comment and the job's
+// event log show it, until the job is done.
+func (w *world) follow(ctx context.Context, a *App, key runner.Key, t0 time.Time, out io.Writer) (*runner.Job, error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var lastLine string
+	seen := 0
 	eyes := false
 	for {
 		select {
@@ -165,33 +174,74 @@ func (w *world) follow(ctx context.Context, q *runner.Queue, key runner.Key, t0 
 			return nil, ctx.Err()
 		case <-tick.C:
 		}
-		elapsed := time.Since(t0).Seconds()
+		at := func() string { return fmt.Sprintf("  [%5.1fs]", time.Since(t0).Seconds()) }
 		if !eyes {
 			for _, r := range w.gh.Reactions(key.Owner, key.Repo) {
 				if r.Content == "eyes" {
 					eyes = true
-					fmt.Fprintf(out, "  [%5.1fs] 👀 on the issue\n", elapsed)
+					fmt.Fprintf(out, "%s 👀 on the issue\n", at())
 				}
 			}
 		}
 		if line := w.trackingLine(key.Number); line != "" && line != lastLine {
 			lastLine = line
-			fmt.Fprintf(out, "  [%5.1fs] %s\n", elapsed, line)
+			fmt.Fprintf(out, "%s %s\n", at(), line)
 		}
-		jobs, err := q.Jobs(key)
+		jobs, err := a.Queue().Jobs(key)
 		if err != nil {
 			return nil, err
 		}
-		if len(jobs) > 0 && jobs[len(jobs)-1].State.Done() {
-			job := jobs[len(jobs)-1]
-			if line := w.trackingLine(key.Number); line != "" && line != lastLine {
-				fmt.Fprintf(out, "  [%5.1fs] %s\n", elapsed, line)
+		if len(jobs) == 0 {
+			continue
+		}
+		job := jobs[len(jobs)-1]
+		if events, err := a.store.Events(job.ID); err == nil {
+			for _, raw := range events[seen:] {
+				if line := stepLine(raw); line != "" {
+					fmt.Fprintf(out, "%s   %s\n", at(), line)
+				}
 			}
-			fmt.Fprintf(out, "  [%5.1fs] job %s %s\n", elapsed, job.ID, job.State)
+			seen = len(events)
+		}
+		if job.State.Done() {
+			if line := w.trackingLine(key.Number); line != "" && line != lastLine {
+				fmt.Fprintf(out, "%s %s\n", at(), line)
+			}
+			fmt.Fprintf(out, "%s job %s %s\n", at(), job.ID, job.State)
 			return job, nil
 		}
 	}
 }
+
+// stepLine condenses an agent tool event of the job log to a line.
+func stepLine(raw json.RawMessage) string {
+	var e agent.Event
+	if json.Unmarshal(raw, &e) != nil || e.Kind != agent.EventTool {
+		return ""
+	}
+	var args map[string]any
+	_ = json.Unmarshal([]byte(e.Args), &args)
+	what := ""
+	for _, k := range []string{"command", "path", "thought", "message"} {
+		if v, ok := args[k].(string); ok && v != "" {
+			what += " " + v
+		}
+	}
+	what = strings.Join(strings.Fields(what), " ")
+	if len(what) > 70 {
+		what = what[:67] + "..."
+	}
+	result := ""
+	if m := exitCodeRe.FindStringSubmatch(e.Content); m != nil {
+		result = " → exit " + m[1]
+	}
+	if what != "" {
+		what = " " + what
+	}
+	return fmt.Sprintf("🛠  %s%s%s", e.Tool, what, result)
+}
+
+var exitCodeRe = regexp.MustCompile(`exit code (-?\d+)`)
 
 // trackingLine condenses the tracking comment to its first lines of text.
 func (w *world) trackingLine(issue int) string {
@@ -206,7 +256,7 @@ func (w *world) trackingLine(issue int) string {
 		var parts []string
 		for line := range strings.SplitSeq(c.Body, "\n") {
 			line = strings.TrimSpace(line)
-			if line == "" || strings.HasPrefix(line, "<!--") || strings.HasPrefix(line, ">") {
+			if line == "" || strings.HasPrefix(line, "<!--") || strings.HasPrefix(line, ">") || strings.HasPrefix(line, "<sub>") {
 				continue
 			}
 			parts = append(parts, strings.ReplaceAll(line, "**", ""))
