@@ -105,6 +105,7 @@ func extractTar(r io.Reader, dst string, opt extractOptions) error {
 
 	seen := map[string]bool{".": true}
 	dirs := map[string]bool{".": true} // directories made or checked in this run
+	written := map[string]bool{}       // regular files written in this run
 	var dirModes []dirMode
 	tr := tar.NewReader(r)
 	for {
@@ -129,17 +130,20 @@ func extractTar(r io.Reader, dst string, opt extractOptions) error {
 			}
 		}
 		seen[name] = true
-		mode := fs.FileMode(hdr.Mode) & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		// Only permissions cross: setuid, setgid and sticky bits stay out.
+		mode := fs.FileMode(hdr.Mode) & fs.ModePerm
 		switch hdr.Typeflag {
 		case tar.TypeDir:
 			if err := ensureDir(root, name, dirs); err != nil {
 				return fmt.Errorf("%s: %w", hdr.Name, err)
 			}
-			dirModes = append(dirModes, dirMode{name, mode})
+			// Directories stay usable by gohands, whatever the sandbox made of them.
+			dirModes = append(dirModes, dirMode{name, mode | 0o700})
 		case tar.TypeReg, tar.TypeRegA:
 			if err := writeFile(root, name, tr, hdr.Size, mode); err != nil {
 				return fmt.Errorf("%s: %w", hdr.Name, err)
 			}
+			written[name] = true
 		case tar.TypeSymlink:
 			if err := writeSymlink(root, name, hdr.Linkname); err != nil {
 				return fmt.Errorf("%s: %w", hdr.Name, err)
@@ -149,9 +153,16 @@ func extractTar(r io.Reader, dst string, opt extractOptions) error {
 			if err != nil || !ok {
 				return fmt.Errorf("%s: hard link to %q: %w", hdr.Name, hdr.Linkname, ErrUnsafePath)
 			}
+			// Only to a regular file this archive wrote: never to what the
+			// destination held before (the host's own .git above all).
+			if !written[target] {
+				delete(seen, name)
+				continue
+			}
 			if err := copyWithin(root, target, name); err != nil {
 				return fmt.Errorf("%s: %w", hdr.Name, err)
 			}
+			written[name] = true
 		default:
 			// Devices, fifos and the like have no place in a workspace.
 			delete(seen, name)

@@ -388,6 +388,17 @@ func (c *dockerConn) close() error {
 const killForegroundScript = `read -r l < /proc/$1/stat || exit 2; set -- $1 ${l##*) }; ` +
 	`[ "$7" -gt 1 ] && [ "$7" != "$1" ] || exit 1; kill -KILL -"$7" || exit 1`
 
+// killSessionScript kills every process whose session is $1 (the shell's),
+// then the shell.
+const killSessionScript = `sid=$1; for d in /proc/[0-9]*; do read -r l < "$d/stat" 2>/dev/null || continue; ` +
+	`set -- ${l##*) }; [ "$4" = "$sid" ] && kill -KILL "${d#/proc/}" 2>/dev/null; done; kill -KILL "$sid" 2>/dev/null; exit 0`
+
+// killSession ends the shell and everything it started, in the background
+// too: a reset must not leave a busy loop or a server behind.
+func (c *dockerConn) killSession(ctx context.Context, shellPid int) {
+	c.sb.execOnce(ctx, []string{"/bin/sh", "-c", killSessionScript, "sh", strconv.Itoa(shellPid)}, nil)
+}
+
 func (c *dockerConn) killForeground(ctx context.Context, shellPid int) (bool, error) {
 	_, code, err := c.sb.execOnce(ctx, []string{"/bin/sh", "-c", killForegroundScript, "sh", strconv.Itoa(shellPid)}, nil)
 	if err != nil {
@@ -477,6 +488,10 @@ func (s *dockerSandbox) ReadFile(ctx context.Context, name string) ([]byte, erro
 		}
 		switch hdr.Typeflag {
 		case tar.TypeReg, tar.TypeRegA:
+			if hdr.Size > MaxReadFile {
+				rc.Close()
+				return nil, fmt.Errorf("read %s: %w", p, tooLarge(hdr.Size))
+			}
 			data, err := io.ReadAll(tr)
 			rc.Close()
 			if err != nil {
@@ -501,11 +516,31 @@ func (s *dockerSandbox) ReadFile(ctx context.Context, name string) ([]byte, erro
 	return nil, fmt.Errorf("read %s: too many levels of symbolic links", name)
 }
 
+// resolveLinks follows p while it is a symbolic link, as writing through
+// the link would; a path that does not exist is returned as it is.
+func (s *dockerSandbox) resolveLinks(ctx context.Context, p string) (string, error) {
+	for range 16 {
+		st, err := s.d.cli.ContainerStatPath(ctx, s.id, p)
+		if err != nil || st.Mode&fs.ModeSymlink == 0 {
+			return p, nil
+		}
+		if path.IsAbs(st.LinkTarget) {
+			p = path.Clean(st.LinkTarget)
+		} else {
+			p = path.Join(path.Dir(p), st.LinkTarget)
+		}
+	}
+	return "", errors.New("too many levels of symbolic links")
+}
+
 func (s *dockerSandbox) WriteFile(ctx context.Context, name string, data []byte, mode fs.FileMode) error {
 	if s.expired() {
 		return s.wallErr()
 	}
-	p := s.abs(name)
+	p, err := s.resolveLinks(ctx, s.abs(name))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
 	dir, base := path.Split(p)
 	if base == "" {
 		return fmt.Errorf("write %s: no file name", name)
@@ -515,8 +550,11 @@ func (s *dockerSandbox) WriteFile(ctx context.Context, name string, data []byte,
 			return fmt.Errorf("write %s: %w", p, err)
 		}
 		out, code, err := s.execOnce(ctx, []string{"mkdir", "-p", "--", dir}, nil)
-		if err != nil || code != 0 {
-			return fmt.Errorf("write %s: mkdir %s: %s: %w", p, dir, bytes.TrimSpace(out), err)
+		if err != nil {
+			return fmt.Errorf("write %s: mkdir %s: %w", p, dir, err)
+		}
+		if code != 0 {
+			return fmt.Errorf("write %s: mkdir %s: exit %d: %s", p, dir, code, bytes.TrimSpace(out))
 		}
 	}
 	if mode == 0 {

@@ -288,6 +288,9 @@ func (s *processSandbox) abs(p string) string {
 }
 
 func (s *processSandbox) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	if fi, err := os.Stat(s.abs(name)); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxReadFile {
+		return nil, fmt.Errorf("read %s: %w", name, tooLarge(fi.Size()))
+	}
 	b, err := os.ReadFile(s.abs(name))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)

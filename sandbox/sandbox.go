@@ -7,6 +7,8 @@ package sandbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
 	"time"
 )
@@ -16,7 +18,17 @@ const (
 	DefaultWorkDir        = "/workspace"
 	DefaultCommandTimeout = 120 * time.Second
 	DefaultMaxOutput      = 30000
+	// MaxReadFile is the largest file ReadFile returns: a bigger one would
+	// be held whole in gohands' memory (the terminal reads it in parts).
+	MaxReadFile = 16 << 20
 )
+
+// ErrTooLarge is returned by ReadFile for a file over MaxReadFile.
+var ErrTooLarge = errors.New("file too large to read whole")
+
+func tooLarge(size int64) error {
+	return fmt.Errorf("%w: %d bytes, over %d MB; read parts of it in the terminal (head, sed -n, grep)", ErrTooLarge, size, MaxReadFile>>20)
+}
 
 // Spec describes the sandbox a job wants.
 type Spec struct {
@@ -78,7 +90,8 @@ type Result struct {
 type Sandbox interface {
 	// Exec runs a command in the persistent shell.
 	Exec(ctx context.Context, cmd Command) (Result, error)
-	// ReadFile reads a file.
+	// ReadFile reads a regular file, following symbolic links; a file over
+	// MaxReadFile is refused with ErrTooLarge.
 	ReadFile(ctx context.Context, path string) ([]byte, error)
 	// WriteFile writes a file, creating parent directories. Mode 0 keeps
 	// an existing file's permissions (an edited script stays executable)

@@ -57,6 +57,12 @@ type shellConn interface {
 	done() <-chan struct{}
 }
 
+// sessionKiller is a shellConn that can kill every process of the shell's
+// session, which closing its terminal does not.
+type sessionKiller interface {
+	killSession(ctx context.Context, shellPid int)
+}
+
 // shellStarter starts a fresh shell in workDir; drivers implement it.
 type shellStarter func(ctx context.Context) (shellConn, error)
 
@@ -375,6 +381,11 @@ func (s *shell) settle(ctx context.Context, out *capper, wait time.Duration) boo
 // reset replaces the shell with a fresh one.
 func (s *shell) reset(ctx context.Context) error {
 	if s.conn != nil {
+		// Closing a terminal does not end what runs in it everywhere: a
+		// driver that can kills the old shell's whole session first.
+		if k, ok := s.conn.(sessionKiller); ok && s.pid > 0 {
+			k.killSession(ctx, s.pid)
+		}
 		s.conn.close()
 		s.conn = nil
 	}

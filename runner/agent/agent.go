@@ -22,6 +22,10 @@ import (
 )
 
 // Defaults applied where a Config value is zero.
+// MaxCommandTimeout is the longest a single terminal call may wait: a
+// model asking for more would hold the shell for its whole budget.
+const MaxCommandTimeout = 30 * time.Minute
+
 const (
 	DefaultMaxIterations  = 50
 	DefaultContextWindow  = 128000
@@ -265,9 +269,22 @@ func (r *run) onRetry(attempt int, delay time.Duration, err error) {
 
 // addUser appends a user message, with the skills it triggers.
 func (r *run) addUser(ctx context.Context, text string) error {
+	return r.addUserMessage(ctx, text, true)
+}
+
+// addNudge appends gohands' own reminder: its words trigger no skill.
+func (r *run) addNudge(ctx context.Context, text string) error {
+	return r.addUserMessage(ctx, text, false)
+}
+
+func (r *run) addUserMessage(ctx context.Context, text string, triggers bool) error {
 	var b strings.Builder
 	b.WriteString(r.mask.Mask(text))
-	for _, sk := range r.task.Skills.Triggered(text, r.seen) {
+	var triggered []skills.Skill
+	if triggers {
+		triggered = r.task.Skills.Triggered(text, r.seen)
+	}
+	for _, sk := range triggered {
 		fmt.Fprintf(&b, "\n\n<EXTRA_INFO>\nThe following information was added because this message mentions a keyword of the %q skill; it may or may not be relevant.\n\n%s\n</EXTRA_INFO>", sk.Name, sk.Content)
 	}
 	content := b.String()
@@ -394,7 +411,7 @@ func (r *run) turn(ctx, runCtx context.Context) (res Result, done bool, err erro
 		if r.noToolStreak >= r.cfg.StuckRepeats {
 			return stop(StopStuck, fmt.Sprintf("stopped: the model answered %d times in a row without calling a tool", r.noToolStreak)), true, nil
 		}
-		if err := r.addUser(ctx, "Your last answer had no tool call. Continue the task with the tools. When you are done, call `finish` with a summary of what you changed and why and the tests you ran, or with your answer if no code change is needed."); err != nil {
+		if err := r.addNudge(ctx, "Your last answer had no tool call. Continue the task with the tools. When you are done, call `finish` with a summary of what you changed and why and the tests you ran, or with your answer if no code change is needed."); err != nil {
 			return stop(StopEventLog, "the job log failed"), true, err
 		}
 		return Result{}, false, nil
@@ -446,7 +463,7 @@ func (r *run) turn(ctx, runCtx context.Context) (res Result, done bool, err erro
 		}
 	}
 	if nudge != "" {
-		if err := r.addUser(ctx, nudge); err != nil {
+		if err := r.addNudge(ctx, nudge); err != nil {
 			return stop(StopEventLog, "the job log failed"), true, err
 		}
 	}

@@ -261,8 +261,13 @@ func (a *run) runTerminal(ctx context.Context, raw string) (observation, error) 
 	if args.Command != nil {
 		cmd.Command = *args.Command
 	}
+	clamped := ""
 	if args.Timeout.set && args.Timeout.v > 0 {
 		cmd.Timeout = time.Duration(args.Timeout.v * float64(time.Second))
+		if cmd.Timeout > MaxCommandTimeout {
+			cmd.Timeout = MaxCommandTimeout
+			clamped = fmt.Sprintf("[The timeout was lowered to the maximum of %s.]\n", MaxCommandTimeout)
+		}
 	}
 	if !cmd.IsInput && !cmd.Reset && strings.TrimSpace(cmd.Command) == "" {
 		return errorObs("No command given. To see more output of a running command, send an empty command with is_input=true."), nil
@@ -275,6 +280,7 @@ func (a *run) runTerminal(ctx context.Context, raw string) (observation, error) 
 		return observation{text: fmt.Sprintf("ERROR:\nThe command could not be run: %v", err), isError: true, filesChanged: true}, nil
 	}
 	var b strings.Builder
+	b.WriteString(clamped)
 	b.WriteString(res.Output)
 	if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
 		b.WriteByte('\n')
