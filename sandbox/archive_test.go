@@ -149,8 +149,9 @@ func TestExtractMirrorKeepsGit(t *testing.T) {
 			t.Errorf("%s exists after the mirror", p)
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(dst, "ro")); err != nil || fi.Mode().Perm() != 0o555 {
-		t.Errorf("ro: %v %v", fi, err)
+	// git tracks no directory modes; the host keeps its directories usable.
+	if fi, err := os.Stat(filepath.Join(dst, "ro")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("ro: %v %v, want 0755", fi, err)
 	}
 	os.Chmod(filepath.Join(dst, "ro"), 0o755) // let TempDir clean up
 }
