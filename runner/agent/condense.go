@@ -17,6 +17,10 @@ Write a concise summary (at most 300 words) that keeps: every request from the u
 the commands run with their important results and errors, what was learned about the code, and what remains to do.
 Do not invent anything. Answer with the summary only.`
 
+// summaryReserve is the room, in characters, left for the summary (about
+// 300 words) when choosing how many recent turns to keep.
+const summaryReserve = 2400
+
 // messageChars approximates a message's size in characters.
 func messageChars(m openai.ChatCompletionMessage) int {
 	n := len(m.Content) + 16
@@ -56,10 +60,25 @@ func (r *run) maybeCondense(ctx context.Context) error {
 			turns = append(turns, i)
 		}
 	}
-	if len(turns) <= r.cfg.KeepLast {
+	if len(turns) < 2 {
 		return nil
 	}
-	cut := turns[len(turns)-r.cfg.KeepLast]
+	// Keep the last KeepLast turns, or fewer (down to one) when even they
+	// would not fit under the threshold with the summary.
+	keep := min(r.cfg.KeepLast, len(turns)-1)
+	budget := int(condenseAt * float64(r.cfg.ContextWindow))
+	head := (messageChars(r.msgs[0]) + messageChars(r.msgs[1]) + summaryReserve) / 4
+	for keep > 1 {
+		tail := 0
+		for _, m := range r.msgs[turns[len(turns)-keep]:] {
+			tail += messageChars(m)
+		}
+		if head+tail/4 < budget {
+			break
+		}
+		keep--
+	}
+	cut := turns[len(turns)-keep]
 	middle := r.msgs[2:cut]
 	started := time.Now()
 	summary, how := r.summarize(ctx, middle)

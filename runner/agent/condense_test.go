@@ -139,3 +139,29 @@ func BenchmarkCondensation(b *testing.B) {
 		b.ReportMetric(float64(cond.PromptTokens)/float64(full.PromptTokens), "ratio")
 	}
 }
+
+// TestCondensationKeepsFewerTurnsWhenTheyDoNotFit: with a small window and
+// large observations, condensation keeps fewer than KeepLast recent turns,
+// so requests stay under the window instead of failing at the provider.
+func TestCondensationKeepsFewerTurnsWhenTheyDoNotFit(t *testing.T) {
+	sb := mustSandbox(t, nil)
+	var steps []apptest.LLMStep
+	for i := range 20 {
+		steps = append(steps, apptest.LLMTool("terminal", map[string]any{"command": fmt.Sprintf("seq %d %d", i, i+700)}))
+	}
+	llm := apptest.NewLLM(t, append(steps, finishStep("done"))...)
+	cfg := testConfig(llm)
+	cfg.MaxIterations = 100
+	cfg.ContextWindow = 4000 // each observation is about 900 tokens
+	cfg.KeepLast = 10        // ten of them alone would not fit
+	res, _ := mustRun(t, cfg, sb, Task{User: "Count the numbers."}, Hooks{})
+	if !res.Finished || res.Condensations == 0 {
+		t.Fatalf("result = %+v", res)
+	}
+	for i, r := range llm.Requests() {
+		if r.HasTools() && r.PromptTokens() > cfg.ContextWindow {
+			t.Errorf("request %d has %d prompt tokens, over the %d window", i, r.PromptTokens(), cfg.ContextWindow)
+		}
+		checkToolPairs(t, r)
+	}
+}
