@@ -117,3 +117,20 @@ func TestActionCommand(t *testing.T) {
 		t.Errorf("without the environment: %v\n%s", err, out)
 	}
 }
+
+// TestDemoWithoutDocker: on a machine where no Docker engine answers, the
+// demo still runs, in the process sandbox, and says so.
+func TestDemoWithoutDocker(t *testing.T) {
+	bin := mustBinary(t)
+	cmd := exec.Command(bin, "demo")
+	cmd.Env = append(os.Environ(), "DOCKER_HOST=unix://"+filepath.Join(t.TempDir(), "no-docker.sock"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gohands demo without Docker: %v\n%s", err, out)
+	}
+	for _, want := range []string{"sandbox  process — WARNING: NO isolation", "Pull request #2", `+echo "Hello, $name!"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -658,7 +658,7 @@ func (r *jobRun) finish(ctx, runCtx context.Context, out result, err error) erro
 	defer cancel()
 	o := publish.Outcome{
 		Mention:     r.p.cfg.Bot.Mention(),
-		Branch:      r.branch,
+		Branch:      r.branchWithWork(),
 		Tasks:       r.tasks,
 		Elapsed:     time.Since(r.start),
 		Requester:   r.req.Requester,
@@ -705,6 +705,15 @@ func (r *jobRun) finish(ctx, runCtx context.Context, out result, err error) erro
 	r.finishComment(fctx, o)
 	r.react(fctx, "rocket")
 	return nil
+}
+
+// branchWithWork is the job's branch when it holds work (pushed now or
+// earlier), for the final word; "" when there is nothing on it.
+func (r *jobRun) branchWithWork() string {
+	if r.pushed || (r.ws != nil && r.ws.Resumed) {
+		return r.branch
+	}
+	return ""
 }
 
 func (r *jobRun) finishComment(ctx context.Context, o publish.Outcome) {

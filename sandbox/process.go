@@ -61,7 +61,9 @@ func NewProcess(opt ProcessOptions) (*Process, error) {
 // Name returns "process".
 func (p *Process) Name() string { return "process" }
 
-func (p *Process) prefix() string { return "gohands-" + p.instance + "-" }
+// prefix names the sandboxes' directories: Reap removes what matches it, so
+// it says "sandbox" lest it match anything else of gohands' in the same place.
+func (p *Process) prefix() string { return "gohands-sandbox-" + p.instance + "-" }
 
 // Start makes a temporary directory with the workspace and a home, and
 // starts the shell there. Spec.Image, Network, CPUs, MemoryBytes and
