@@ -27,7 +27,8 @@ func mustDockerSandbox(tb testing.TB, d *sandbox.Docker, spec sandbox.Spec) sand
 func containers(tb testing.TB, d *sandbox.Docker, label, value string) []container.Summary {
 	tb.Helper()
 	list, err := d.Client().ContainerList(context.Background(), container.ListOptions{
-		All: true, Filters: filters.NewArgs(filters.Arg("label", label+"="+value)),
+		// This driver's instance only: another test run may share the engine.
+		All: true, Filters: filters.NewArgs(filters.Arg("label", label+"="+value), filters.Arg("label", sandbox.LabelInstance+"="+d.Instance())),
 	})
 	if err != nil {
 		tb.Fatal(err)
