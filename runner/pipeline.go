@@ -70,9 +70,6 @@ type PipelineConfig struct {
 	// Secrets are masked wherever text leaves gohands.
 	Secrets []string
 	Logger  *slog.Logger
-	// OnFirstModelRequest, when set, is called once per job just before the
-	// agent's first model request (start-up latency measurements).
-	OnFirstModelRequest func(job *Job)
 }
 
 // Pipeline is the Executor that turns a job into a branch, a pull request
@@ -419,9 +416,6 @@ func (r *jobRun) work(ctx context.Context, task taskText) (result, error) {
 		cfg.WallClock = r.p.cfg.JobTimeout * 9 / 10
 	}
 	r.status(ctx, publish.PhaseRunning, "Starting the agent.")
-	if f := r.p.cfg.OnFirstModelRequest; f != nil {
-		f(r.job)
-	}
 	res, err := agent.Run(ctx, cfg, r.sb, agent.Task{System: system, User: user, Skills: r.skillSet}, r.events, agent.Hooks{
 		OnStep: r.onStep,
 	})
