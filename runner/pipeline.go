@@ -241,7 +241,6 @@ type jobRun struct {
 	lastPush    time.Time
 	pushed      bool // this run pushed commits
 	unpushed    bool // a commit waits for a push that failed
-	modelCalled bool
 }
 
 // result is what a job produced, for its final word.

@@ -139,7 +139,7 @@ func extractTar(r io.Reader, dst string, opt extractOptions) error {
 			}
 			// Directories stay usable by gohands, whatever the sandbox made of them.
 			dirModes = append(dirModes, dirMode{name, mode | 0o700})
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg:
 			if err := writeFile(root, name, tr, hdr.Size, mode); err != nil {
 				return fmt.Errorf("%s: %w", hdr.Name, err)
 			}

@@ -487,7 +487,7 @@ func (s *dockerSandbox) ReadFile(ctx context.Context, name string) ([]byte, erro
 			return nil, fmt.Errorf("read %s: %w", p, err)
 		}
 		switch hdr.Typeflag {
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg:
 			if hdr.Size > MaxReadFile {
 				rc.Close()
 				return nil, fmt.Errorf("read %s: %w", p, tooLarge(hdr.Size))

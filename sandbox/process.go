@@ -132,9 +132,6 @@ type processSandbox struct {
 	shell        *shell
 	timer        *time.Timer
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
-
 	closeOnce sync.Once
 	closeErr  error
 	deadOnce  sync.Once

@@ -238,10 +238,10 @@ type run struct {
 	lastPrompt, sentLen int
 	condensations       int
 
-	noToolStreak               int
-	lastSig                    string
-	repeats                    int
-	nudgedRepeat, nudgedNoTool bool
+	noToolStreak int
+	lastSig      string
+	repeats      int
+	nudgedRepeat bool
 }
 
 func (r *run) emit(ctx context.Context, e Event) error {
