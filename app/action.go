@@ -184,7 +184,9 @@ func RunAction(ctx context.Context, cfg Config, env ActionEnv, opts ActionOption
 	if env.RunID == "" {
 		delivery = ""
 	}
-	if err := h.Handle(ctx, env.EventName, delivery, payload); err != nil {
+	err = h.Handle(ctx, env.EventName, delivery, payload)
+	a.courtesy.Wait()
+	if err != nil {
 		return nil, fmt.Errorf("%s event: %w", env.EventName, err)
 	}
 	mu.Lock()

@@ -39,6 +39,10 @@ const (
 	HealthPath  = "/healthz"
 )
 
+// maxCourtesyCalls bounds the reactions and replies in flight after their
+// webhooks were answered.
+const maxCourtesyCalls = 64
+
 // Options are the parts of start-up that are not configuration.
 type Options struct {
 	// Logger receives all logs; a text logger on stderr when nil.
@@ -60,6 +64,8 @@ type App struct {
 	queue   *runner.Queue
 	driver  sandbox.Driver
 	handler http.Handler
+	// courtesy makes reactions and replies after webhooks are answered.
+	courtesy *handlers.Courtesy
 
 	readyMu sync.Mutex
 	ready   bool
@@ -198,7 +204,8 @@ func (c components) build(ctx context.Context) (*App, error) {
 		Logger:       c.log,
 	})
 	queue := runner.NewQueue(store, pipeline, runner.QueueOptions{Workers: cfg.Runner.Workers, Logger: c.log, Notify: c.notify})
-	return &App{cfg: cfg, log: c.log, bot: c.bot, store: store, queue: queue, driver: driver}, nil
+	return &App{cfg: cfg, log: c.log, bot: c.bot, store: store, queue: queue, driver: driver,
+		courtesy: handlers.NewCourtesy(maxCourtesyCalls)}, nil
 }
 
 // newDriver starts the configured sandbox driver, checking that Docker
@@ -247,11 +254,12 @@ func (q jobQueue) Once(ctx context.Context, name string) (bool, error) {
 
 func (a *App) handlerBase(client func(context.Context, int64) (*github.Client, error)) handlers.Base {
 	return handlers.Base{
-		Client: client,
-		Queue:  jobQueue{Queue: a.queue, store: a.store},
-		Bot:    a.bot,
-		Label:  a.cfg.Bot.Label,
-		Logger: a.log,
+		Client:   client,
+		Queue:    jobQueue{Queue: a.queue, store: a.store},
+		Bot:      a.bot,
+		Label:    a.cfg.Bot.Label,
+		Logger:   a.log,
+		Courtesy: a.courtesy,
 	}
 }
 
@@ -302,6 +310,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if serr := srv.Shutdown(shutCtx); serr != nil && err == nil {
 		err = fmt.Errorf("shutdown: %w", serr)
 	}
+	a.courtesy.Wait()
 	// The store closes only after the queue has written every job's state.
 	stopQueue()
 	if !queueEnded {
@@ -316,7 +325,10 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // Close releases the store when Serve was never called.
-func (a *App) Close() error { return a.store.Close() }
+func (a *App) Close() error {
+	a.courtesy.Wait()
+	return a.store.Close()
+}
 
 func (a *App) setReady(v bool) {
 	a.readyMu.Lock()

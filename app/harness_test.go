@@ -147,6 +147,7 @@ func (h *harness) send(event, delivery string, payload any) int {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.app.courtesy.Wait() // the 👀 and replies go out after the answer
 	return status
 }
 
@@ -163,6 +164,7 @@ func (h *harness) sendRaw(event, delivery string, body []byte) int {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	h.app.courtesy.Wait() // the 👀 and replies go out after the answer
 	return resp.StatusCode
 }
 

@@ -47,6 +47,9 @@ type Base struct {
 	// Label is the label that starts a job when added to an issue.
 	Label  string
 	Logger *slog.Logger
+	// Courtesy makes reactions and replies after the webhook is answered;
+	// nil makes them before.
+	Courtesy *Courtesy
 
 	perms *permCache // shared by the handlers All returns
 }
@@ -192,18 +195,22 @@ func (b *Base) stop(ctx context.Context, client *github.Client, req runner.Reque
 // not returned: the job is queued and must not be lost over an emoji.
 func (b *Base) react(ctx context.Context, client *github.Client, req runner.Request, a ack, content string) {
 	t := publish.TriggerTarget(a.Comment, a.ReviewComment)
-	if err := publish.React(ctx, client, publish.Key(req.Key), t, content); err != nil {
-		b.log(req).Warn("reaction failed", "content", content, "err", err)
-	}
+	b.Courtesy.Go(ctx, func(ctx context.Context) {
+		if err := publish.React(ctx, client, publish.Key(req.Key), t, content); err != nil {
+			b.log(req).Warn("reaction failed", "content", content, "err", err)
+		}
+	})
 }
 
 // reply answers on the issue or PR (in the review thread for a review
 // comment). A failure is logged: the reply is a courtesy.
 func (b *Base) reply(ctx context.Context, client *github.Client, req runner.Request, body string) {
 	target := publish.ReplyTarget{ReviewCommentID: req.ReviewCommentID}
-	if _, err := publish.Reply(ctx, client, publish.Key(req.Key), target, body, nil); err != nil {
-		b.log(req).Warn("reply failed", "err", err)
-	}
+	b.Courtesy.Go(ctx, func(ctx context.Context) {
+		if _, err := publish.Reply(ctx, client, publish.Key(req.Key), target, body, nil); err != nil {
+			b.log(req).Warn("reply failed", "err", err)
+		}
+	})
 }
 
 func (b *Base) client(ctx context.Context, installationID int64) (*github.Client, error) {
