@@ -234,6 +234,22 @@ func keyOf(repo *github.Repository, number int) (runner.Key, error) {
 	return runner.Key{Owner: owner, Repo: name, Number: number}, nil
 }
 
+// newRequest starts the request of an event about issue or PR number of
+// repo; a payload that names neither is malformed.
+func newRequest(eventType, deliveryID string, repo *github.Repository, number int, inst *github.Installation, trigger runner.Trigger, requester *github.User) (runner.Request, error) {
+	key, err := keyOf(repo, number)
+	if err != nil {
+		return runner.Request{}, &BadPayloadError{Event: eventType, Err: err}
+	}
+	return runner.Request{
+		Key:            key,
+		DeliveryID:     deliveryID,
+		InstallationID: inst.GetID(),
+		Trigger:        trigger,
+		Requester:      requester.GetLogin(),
+	}, nil
+}
+
 // command dispatches a parsed comment: work, stop, a reply, or nothing.
 func (b *Base) command(ctx context.Context, installationID int64, req runner.Request, body string, a ack) error {
 	cmd := ParseComment(body, b.Bot.Slug, b.Label)

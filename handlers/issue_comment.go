@@ -28,18 +28,11 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	if ev.GetAction() != "created" || h.isBot(ev.GetComment().GetUser()) || h.isBot(ev.GetSender()) {
 		return nil
 	}
-	key, err := keyOf(ev.GetRepo(), ev.GetIssue().GetNumber())
+	req, err := newRequest(eventType, deliveryID, ev.GetRepo(), ev.GetIssue().GetNumber(), ev.GetInstallation(), runner.TriggerComment, ev.GetComment().GetUser())
 	if err != nil {
-		return &BadPayloadError{Event: eventType, Err: err}
+		return err
 	}
-	req := runner.Request{
-		Key:            key,
-		DeliveryID:     deliveryID,
-		InstallationID: ev.GetInstallation().GetID(),
-		Trigger:        runner.TriggerComment,
-		IsPullRequest:  ev.GetIssue().IsPullRequest(),
-		Requester:      ev.GetComment().GetUser().GetLogin(),
-		CommentID:      ev.GetComment().GetID(),
-	}
+	req.IsPullRequest = ev.GetIssue().IsPullRequest()
+	req.CommentID = ev.GetComment().GetID()
 	return h.command(ctx, req.InstallationID, req, ev.GetComment().GetBody(), ack{Comment: req.CommentID})
 }

@@ -44,18 +44,11 @@ func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, paylo
 	if h.isBot(ev.GetSender()) {
 		return nil
 	}
-	key, err := keyOf(ev.GetRepo(), ev.GetIssue().GetNumber())
+	req, err := newRequest(eventType, deliveryID, ev.GetRepo(), ev.GetIssue().GetNumber(), ev.GetInstallation(), trigger, ev.GetSender())
 	if err != nil {
-		return &BadPayloadError{Event: eventType, Err: err}
+		return err
 	}
-	req := runner.Request{
-		Key:            key,
-		DeliveryID:     deliveryID,
-		InstallationID: ev.GetInstallation().GetID(),
-		Trigger:        trigger,
-		IsPullRequest:  ev.GetIssue().IsPullRequest(),
-		Requester:      ev.GetSender().GetLogin(),
-	}
+	req.IsPullRequest = ev.GetIssue().IsPullRequest()
 	client, err := h.client(ctx, req.InstallationID)
 	if err != nil {
 		return err

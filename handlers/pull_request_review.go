@@ -28,19 +28,12 @@ func (h *PullRequestReview) Handle(ctx context.Context, eventType, deliveryID st
 	if ev.GetAction() != "submitted" || h.isBot(ev.GetReview().GetUser()) || h.isBot(ev.GetSender()) {
 		return nil
 	}
-	key, err := keyOf(ev.GetRepo(), ev.GetPullRequest().GetNumber())
+	req, err := newRequest(eventType, deliveryID, ev.GetRepo(), ev.GetPullRequest().GetNumber(), ev.GetInstallation(), runner.TriggerReview, ev.GetReview().GetUser())
 	if err != nil {
-		return &BadPayloadError{Event: eventType, Err: err}
+		return err
 	}
-	req := runner.Request{
-		Key:            key,
-		DeliveryID:     deliveryID,
-		InstallationID: ev.GetInstallation().GetID(),
-		Trigger:        runner.TriggerReview,
-		IsPullRequest:  true,
-		Requester:      ev.GetReview().GetUser().GetLogin(),
-		ReviewID:       ev.GetReview().GetID(),
-	}
+	req.IsPullRequest = true
+	req.ReviewID = ev.GetReview().GetID()
 	// A review has no reaction API of its own; the 👀 goes on the PR.
 	return h.command(ctx, req.InstallationID, req, ev.GetReview().GetBody(), ack{})
 }

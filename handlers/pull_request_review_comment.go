@@ -30,19 +30,12 @@ func (h *PullRequestReviewComment) Handle(ctx context.Context, eventType, delive
 	if ev.GetAction() != "created" || h.isBot(ev.GetComment().GetUser()) || h.isBot(ev.GetSender()) {
 		return nil
 	}
-	key, err := keyOf(ev.GetRepo(), ev.GetPullRequest().GetNumber())
+	req, err := newRequest(eventType, deliveryID, ev.GetRepo(), ev.GetPullRequest().GetNumber(), ev.GetInstallation(), runner.TriggerReviewComment, ev.GetComment().GetUser())
 	if err != nil {
-		return &BadPayloadError{Event: eventType, Err: err}
+		return err
 	}
-	req := runner.Request{
-		Key:             key,
-		DeliveryID:      deliveryID,
-		InstallationID:  ev.GetInstallation().GetID(),
-		Trigger:         runner.TriggerReviewComment,
-		IsPullRequest:   true,
-		Requester:       ev.GetComment().GetUser().GetLogin(),
-		ReviewCommentID: ev.GetComment().GetID(),
-		ReviewID:        ev.GetComment().GetPullRequestReviewID(),
-	}
+	req.IsPullRequest = true
+	req.ReviewCommentID = ev.GetComment().GetID()
+	req.ReviewID = ev.GetComment().GetPullRequestReviewID()
 	return h.command(ctx, req.InstallationID, req, ev.GetComment().GetBody(), ack{ReviewComment: req.ReviewCommentID})
 }

@@ -43,19 +43,12 @@ func (b *Base) dispatch(ctx context.Context, eventType, deliveryID string, repo 
 		b.Logger.Info("dispatch ignored", "delivery", deliveryID, "reason", err.Error())
 		return nil
 	}
-	key, err := keyOf(repo, number)
+	req, err := newRequest(eventType, deliveryID, repo, number, inst, runner.TriggerDispatch, sender)
 	if err != nil {
-		return &BadPayloadError{Event: eventType, Err: err}
+		return err
 	}
-	req := runner.Request{
-		Key:            key,
-		DeliveryID:     deliveryID,
-		InstallationID: inst.GetID(),
-		Trigger:        runner.TriggerDispatch,
-		IsPullRequest:  isPR,
-		Requester:      sender.GetLogin(),
-		Instruction:    in.Prompt,
-	}
+	req.IsPullRequest = isPR
+	req.Instruction = in.Prompt
 	client, err := b.client(ctx, req.InstallationID)
 	if err != nil {
 		return err
