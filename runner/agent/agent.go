@@ -190,7 +190,7 @@ func Run(ctx context.Context, cfg Config, sb sandbox.Sandbox, task Task, log Eve
 		tools: toolDefs(),
 		start: time.Now(),
 	}
-	r.editor = &editor{sb: sb}
+	r.editor = &editor{sb: sb, busy: func() bool { return r.termRunning }}
 	r.llm.onRetry = r.onRetry
 	res, err := r.loop(ctx)
 	res.Iterations = r.iteration
@@ -242,6 +242,8 @@ type run struct {
 	lastSig      string
 	repeats      int
 	nudgedRepeat bool
+	// termRunning is set while the terminal's last command still runs.
+	termRunning bool
 }
 
 func (r *run) emit(ctx context.Context, e Event) error {

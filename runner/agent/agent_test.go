@@ -443,3 +443,32 @@ func TestLongObservationCut(t *testing.T) {
 		t.Fatalf("observation (%d bytes) = %q", len(obs), obs)
 	}
 }
+
+// TestDirectoryViewLeavesARunningCommandAlone: listing a directory goes
+// through the shell, so while a command waits for input the editor says so
+// instead of interrupting it.
+func TestDirectoryViewLeavesARunningCommandAlone(t *testing.T) {
+	sb := mustSandbox(t, nil)
+	llm := apptest.NewLLM(t,
+		apptest.LLMTool("terminal", map[string]any{"command": "printf 'name? '; read -r x; echo got:$x", "timeout": 1}),
+		apptest.LLMTool("file_editor", map[string]any{"command": "view", "path": sb.WorkDir()}),
+		apptest.LLMTool("terminal", map[string]any{"command": "ada", "is_input": true}),
+		apptest.LLMTool("file_editor", map[string]any{"command": "view", "path": sb.WorkDir()}),
+		finishStep("done"),
+	)
+	mustRun(t, testConfig(llm), sb, Task{User: "go"}, Hooks{})
+	reqs := llm.Requests()
+	obs := toolResults(reqs[len(reqs)-1])
+	if len(obs) != 4 {
+		t.Fatalf("observations: %q", obs)
+	}
+	if !strings.Contains(obs[1], "still running in the terminal") {
+		t.Errorf("directory view while a command runs: %q", obs[1])
+	}
+	if !contains(obs[2], "got:ada", "exit code 0") {
+		t.Errorf("the waiting command lost its input: %q", obs[2])
+	}
+	if !strings.Contains(obs[3], "files and directories up to 2 levels deep") {
+		t.Errorf("directory view afterwards: %q", obs[3])
+	}
+}

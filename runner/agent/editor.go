@@ -23,6 +23,9 @@ const maxUndo = 10
 type editor struct {
 	sb      sandbox.Sandbox
 	history map[string][]string
+	// busy reports that the terminal left a command running, which listing
+	// a directory through the shell would interrupt; nil means never.
+	busy func() bool
 }
 
 type editorArgs struct {
@@ -136,6 +139,9 @@ func (e *editor) view(ctx context.Context, p string, vr *flexInts) (observation,
 		// Most likely a directory: list it with the sandbox's shell.
 		if vr != nil {
 			return observation{}, errors.New("The `view_range` parameter is not allowed when `path` points to a directory.")
+		}
+		if e.busy != nil && e.busy() {
+			return observation{}, fmt.Errorf("Cannot list %s while a command is still running in the terminal: finish or interrupt it first (terminal with is_input=true), or list the directory there.", p)
 		}
 		q := shellQuote(p)
 		res, xerr := e.sb.Exec(ctx, sandbox.Command{Command: fmt.Sprintf("if [ -d %s ]; then find %s -maxdepth 2 -not -path '*/.*' | sort; else echo __gohands_not_a_dir__; fi", q, q)})

@@ -273,6 +273,7 @@ func (a *run) runTerminal(ctx context.Context, raw string) (observation, error) 
 		return errorObs("No command given. To see more output of a running command, send an empty command with is_input=true."), nil
 	}
 	res, err := a.sb.Exec(ctx, cmd)
+	a.termRunning = err == nil && res.Running
 	if err != nil {
 		if ctx.Err() != nil {
 			return observation{}, ctx.Err()
