@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -232,16 +231,14 @@ func stepLine(raw json.RawMessage) string {
 		what = what[:67] + "..."
 	}
 	result := ""
-	if m := exitCodeRe.FindStringSubmatch(e.Content); m != nil {
-		result = " → exit " + m[1]
+	if code, ok := agent.ExitCode(e.Content); ok {
+		result = fmt.Sprintf(" → exit %d", code)
 	}
 	if what != "" {
 		what = " " + what
 	}
 	return fmt.Sprintf("🛠  %s%s%s", e.Tool, what, result)
 }
-
-var exitCodeRe = regexp.MustCompile(`exit code (-?\d+)`)
 
 // trackingLine condenses the tracking comment to its first lines of text.
 func (w *world) trackingLine(issue int) string {

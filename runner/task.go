@@ -159,7 +159,6 @@ func describeStep(s agent.Step) string {
 
 var (
 	testCommand = regexp.MustCompile(`\b(go test|pytest|python3? -m (pytest|unittest)|npm (run )?test|yarn test|pnpm test|cargo test|make (check|test)|mvn test|gradle test|ctest|rspec|phpunit|tox|(ba)?sh (\./)?test\.sh|\./test\.sh)\b`)
-	exitCode    = regexp.MustCompile(`exit code (-?\d+)`)
 )
 
 // testRunOf recognises a terminal step that ran tests, for the PR body.
@@ -171,9 +170,9 @@ func testRunOf(s agent.Step) (publish.TestRun, bool) {
 	if !testCommand.MatchString(cmd) {
 		return publish.TestRun{}, false
 	}
-	code := -1
-	if m := exitCode.FindStringSubmatch(s.Observation); m != nil {
-		code, _ = strconv.Atoi(m[1])
+	code, ok := agent.ExitCode(s.Observation)
+	if !ok {
+		code = -1
 	}
 	return publish.TestRun{Command: cmd, ExitCode: code}, true
 }

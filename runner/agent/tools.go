@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -296,7 +297,7 @@ func (a *run) runTerminal(ctx context.Context, raw string) (observation, error) 
 		fmt.Fprintf(&b, "[Current working directory: %s]\n", res.Cwd)
 	}
 	if !res.Running {
-		fmt.Fprintf(&b, "[Command finished with exit code %d]", res.ExitCode)
+		fmt.Fprintf(&b, exitCodeFormat, res.ExitCode)
 	}
 	return observation{text: strings.TrimRight(b.String(), "\n"), filesChanged: true}, nil
 }
@@ -425,4 +426,20 @@ func (a *run) dispatch(ctx context.Context, name, raw string) (observation, stri
 	default:
 		return errorObs("Unknown tool %q. The tools are: %s.", name, strings.Join(toolNames, ", ")), "", nil
 	}
+}
+
+// exitCodeFormat ends a terminal observation of a finished command.
+const exitCodeFormat = "[Command finished with exit code %d]"
+
+var exitCodeRe = regexp.MustCompile(`\[Command finished with exit code (-?\d+)\]`)
+
+// ExitCode reads the exit code a terminal observation (or an event's
+// content) reports; ok is false while the command still runs.
+func ExitCode(observation string) (code int, ok bool) {
+	m := exitCodeRe.FindStringSubmatch(observation)
+	if m == nil {
+		return 0, false
+	}
+	code, err := strconv.Atoi(m[1])
+	return code, err == nil
 }
