@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,14 +143,8 @@ func RunAction(ctx context.Context, cfg Config, env ActionEnv, opts ActionOption
 	if err != nil {
 		return nil, fmt.Errorf("GITHUB_EVENT_PATH: %w", err)
 	}
-	log := opts.Logger
-	if log == nil {
-		log = newDefaultLogger()
-	}
-	base := opts.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
+	opts.Options = opts.Options.withDefaults()
+	log, base := opts.Logger, opts.Transport
 	log = runner.MaskLogger(log, env.Token, cfg.LLM.APIKey)
 	creds := &tokenCredentials{apiURL: strings.TrimSuffix(env.APIURL, "/"), token: env.Token, base: base}
 	slug := opts.Slug

@@ -78,14 +78,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := opts.Logger
-	if log == nil {
-		log = newDefaultLogger()
-	}
-	base := opts.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
+	opts = opts.withDefaults()
+	log, base := opts.Logger, opts.Transport
 	key, err := cfg.PrivateKey()
 	if err != nil {
 		return nil, err
@@ -240,7 +234,17 @@ func instanceOf(storePath string) string {
 	return "s" + hex.EncodeToString(sum[:6])
 }
 
-func newDefaultLogger() *slog.Logger { return slog.New(slog.NewTextHandler(os.Stderr, nil)) }
+// withDefaults fills what opts leaves empty: a text logger on stderr and
+// http.DefaultTransport.
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if o.Transport == nil {
+		o.Transport = http.DefaultTransport
+	}
+	return o
+}
 
 // jobQueue gives the handlers the queue and the store's once-markers.
 type jobQueue struct {
