@@ -792,21 +792,29 @@ func (g *GitHub) createComment(c *ghCtx) {
 	c.json(http.StatusCreated, g.commentJSON(g.newComment(rp, is, c.actor, *in.Body)))
 }
 
+// byID returns the object of m that the path's {id} names, answering 404
+// unless belongs says it is the requested repository's (or PR's).
+func byID[T any](c *ghCtx, m map[int64]T, belongs func(T) bool) (T, bool) {
+	var zero T
+	id, ok := c.intParam("id")
+	if !ok {
+		return zero, false
+	}
+	v, ok := m[id]
+	if !ok || !belongs(v) {
+		c.fail(http.StatusNotFound, "Not Found")
+		return zero, false
+	}
+	return v, true
+}
+
 func (c *ghCtx) comment() (*ghComment, bool) {
 	rp, ok := c.repo()
 	if !ok {
 		return nil, false
 	}
-	id, ok := c.intParam("id")
-	if !ok {
-		return nil, false
-	}
-	cm, ok := c.g.comments[id]
-	if !ok || cm.repo != repoKey(rp.info.Owner, rp.info.Name) {
-		c.fail(http.StatusNotFound, "Not Found")
-		return nil, false
-	}
-	return cm, true
+	key := repoKey(rp.info.Owner, rp.info.Name)
+	return byID(c, c.g.comments, func(cm *ghComment) bool { return cm.repo == key })
 }
 
 func (g *GitHub) getComment(c *ghCtx) {
@@ -901,16 +909,8 @@ func (c *ghCtx) reviewComment() (*ghReviewComment, bool) {
 	if !ok {
 		return nil, false
 	}
-	id, ok := c.intParam("id")
-	if !ok {
-		return nil, false
-	}
-	rc, ok := c.g.reviewComments[id]
-	if !ok || rc.repo != repoKey(rp.info.Owner, rp.info.Name) {
-		c.fail(http.StatusNotFound, "Not Found")
-		return nil, false
-	}
-	return rc, true
+	key := repoKey(rp.info.Owner, rp.info.Name)
+	return byID(c, c.g.reviewComments, func(rc *ghReviewComment) bool { return rc.repo == key })
 }
 
 func (g *GitHub) reactReviewComment(c *ghCtx) {
@@ -1167,16 +1167,8 @@ func (c *ghCtx) review() (*ghReview, bool) {
 	if !ok {
 		return nil, false
 	}
-	id, ok := c.intParam("id")
-	if !ok {
-		return nil, false
-	}
-	rv, ok := c.g.reviews[id]
-	if !ok || rv.number != is.number || rv.repo != repoKey(rp.info.Owner, rp.info.Name) {
-		c.fail(http.StatusNotFound, "Not Found")
-		return nil, false
-	}
-	return rv, true
+	key := repoKey(rp.info.Owner, rp.info.Name)
+	return byID(c, c.g.reviews, func(rv *ghReview) bool { return rv.repo == key && rv.number == is.number })
 }
 
 func (g *GitHub) getReview(c *ghCtx) {
