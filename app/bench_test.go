@@ -2,14 +2,11 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,12 +24,16 @@ import (
 // template; each delivery puts a fresh number in its place.
 const benchNumber = "987654321"
 
-// benchServer is the real App's handler behind a real HTTP server, with its
-// store on disk, against the GitHub emulator. The queue is not run: the
-// benchmarks measure webhook handling (signature, decode, permission call,
-// durable enqueue, 👀). Each delivery is a comment on a fresh issue number,
-// so each one writes a new job, as most real deliveries do.
+// benchServer is the real App's webhook handler in a server of its own
+// process (see runPeer), with its store on disk, against the GitHub
+// emulator in this process: as in production, where GitHub is elsewhere,
+// the emulator's and the load generator's work are not the server's. The
+// queue is not run: the benchmarks measure webhook handling (signature,
+// decode, permission call, durable enqueue, 👀). Each delivery is a comment
+// on a fresh issue number, so each one writes a new job, as most real
+// deliveries do.
 type benchServer struct {
+	peer   *peer
 	url    string
 	client *http.Client
 	secret string
@@ -50,16 +51,10 @@ func mustBenchServer(b *testing.B) *benchServer {
 	b.Cleanup(w.close)
 	cfg := w.config(filepath.Join(dir, "data"))
 	cfg.Sandbox.Driver = "process"
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := New(context.Background(), cfg, Options{Logger: log, Instance: "bench"})
-	if err != nil {
-		b.Fatalf("app.New: %v", err)
-	}
-	b.Cleanup(func() { a.Close() })
-	srv := httptest.NewServer(a.Handler())
-	b.Cleanup(srv.Close)
+	p := mustPeer(b, cfg)
 	s := &benchServer{
-		url:    srv.URL + WebhookPath,
+		peer:   p,
+		url:    p.url + WebhookPath,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}},
 		secret: w.gh.WebhookSecret,
 	}
@@ -77,18 +72,33 @@ func mustBenchServer(b *testing.B) *benchServer {
 	return s
 }
 
-// deliver posts one signed issue_comment delivery and fails unless it is 202.
-func (s *benchServer) deliver() error {
-	id := s.next.Add(1)
-	body := bytes.Replace(s.body, []byte(benchNumber), strconv.AppendInt(nil, id, 10), 1)
-	req, err := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(body))
+// delivery is one signed webhook, made before the clock starts.
+type delivery struct {
+	id, signature string
+	body          []byte
+}
+
+// deliveries makes n signed issue_comment deliveries, each on a new issue.
+func (s *benchServer) deliveries(n int) []delivery {
+	ds := make([]delivery, n)
+	for i := range ds {
+		id := s.next.Add(1)
+		body := bytes.Replace(s.body, []byte(benchNumber), strconv.AppendInt(nil, id, 10), 1)
+		ds[i] = delivery{id: "bench-" + strconv.FormatInt(id, 10), signature: signBody(s.secret, body), body: body}
+	}
+	return ds
+}
+
+// deliver posts one delivery and fails unless it is answered 202.
+func (s *benchServer) deliver(d delivery) error {
+	req, err := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(d.body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", "issue_comment")
-	req.Header.Set("X-GitHub-Delivery", "bench-"+strconv.FormatInt(id, 10))
-	req.Header.Set("X-Hub-Signature-256", signBody(s.secret, body))
+	req.Header.Set("X-GitHub-Delivery", d.id)
+	req.Header.Set("X-Hub-Signature-256", d.signature)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return err
@@ -106,15 +116,18 @@ func (s *benchServer) deliver() error {
 // cost per delivery, and the percentiles are the latency under that load.
 func BenchmarkWebhook(b *testing.B) {
 	s := mustBenchServer(b)
+	ds := s.deliveries(b.N)
+	var next atomic.Int64
 	var mu sync.Mutex
 	var lat []time.Duration
-	b.ReportAllocs()
+	before := s.peer.mem(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		var mine []time.Duration
 		for pb.Next() {
+			d := ds[next.Add(1)-1]
 			start := time.Now()
-			err := s.deliver()
+			err := s.deliver(d)
 			mine = append(mine, time.Since(start))
 			if err != nil {
 				b.Error(err)
@@ -126,6 +139,7 @@ func BenchmarkWebhook(b *testing.B) {
 		mu.Unlock()
 	})
 	b.StopTimer()
+	reportMem(b, before, s.peer.mem(b))
 	reportLatency(b, lat)
 }
 
@@ -142,17 +156,18 @@ func BenchmarkWebhookAt50PerSecond(b *testing.B) { benchWebhookAt(b, 50) }
 
 func benchWebhookAt(b *testing.B, perSecond int) {
 	s := mustBenchServer(b)
+	ds := s.deliveries(b.N)
 	lat := make([]time.Duration, b.N)
+	before := s.peer.mem(b)
 	tick := time.NewTicker(time.Second / time.Duration(perSecond))
 	defer tick.Stop()
 	var wg sync.WaitGroup
-	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		<-tick.C
 		wg.Go(func() {
 			start := time.Now()
-			err := s.deliver()
+			err := s.deliver(ds[i])
 			lat[i] = time.Since(start)
 			if err != nil {
 				b.Error(err)
@@ -161,6 +176,7 @@ func benchWebhookAt(b *testing.B, perSecond int) {
 	}
 	wg.Wait()
 	b.StopTimer()
+	reportMem(b, before, s.peer.mem(b))
 	reportLatency(b, lat)
 }
 
