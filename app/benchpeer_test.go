@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,10 @@ import (
 // peerEnv names the configuration file of a peer server: when it is set,
 // the test binary runs as that server instead of running tests.
 const peerEnv = "GOHANDS_BENCH_PEER_CONFIG"
+
+// peerProfileEnv, when set for a peer server, names a directory where it
+// writes cpu.pprof and heap.pprof (allocations) of its whole run.
+const peerProfileEnv = "GOHANDS_BENCH_PEER_PROFILE"
 
 // peerMemPath is the peer server's extra endpoint, which reports its
 // runtime.MemStats counters.
@@ -74,11 +79,38 @@ func runPeer(path string) error {
 		runtime.ReadMemStats(&ms)
 		json.NewEncoder(w).Encode(peerMem{TotalAlloc: ms.TotalAlloc, Mallocs: ms.Mallocs, NumGC: ms.NumGC})
 	})
+	if dir := os.Getenv(peerProfileEnv); dir != "" {
+		stop, err := startProfiles(dir)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	fmt.Printf("listening %s\n", ln.Addr())
 	io.Copy(io.Discard, os.Stdin)
 	return srv.Close()
+}
+
+// startProfiles starts a CPU profile in dir; the returned function stops
+// it and writes the allocation profile beside it.
+func startProfiles(dir string) (stop func(), err error) {
+	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		cpu.Close()
+		if heap, err := os.Create(filepath.Join(dir, "heap.pprof")); err == nil {
+			pprof.Lookup("allocs").WriteTo(heap, 0)
+			heap.Close()
+		}
+	}, nil
 }
 
 // peer is a webhook server in a child process (see runPeer).

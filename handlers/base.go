@@ -91,9 +91,9 @@ func decode(event string, payload []byte, v any) error {
 
 // isBot reports whether a GitHub user is a bot: bots never trigger work,
 // and the bot itself above all (it would answer itself forever).
-func (b *Base) isBot(u *github.User) bool {
-	login := u.GetLogin()
-	return u.GetType() == "Bot" || strings.HasSuffix(login, "[bot]") || strings.EqualFold(login, b.Bot.Login)
+func (b *Base) isBot(u user) bool {
+	login := u.Login
+	return u.Type == "Bot" || strings.HasSuffix(login, "[bot]") || strings.EqualFold(login, b.Bot.Login)
 }
 
 // ack says where the 👀 reaction goes.
@@ -226,8 +226,8 @@ func (b *Base) log(req runner.Request) *slog.Logger {
 }
 
 // keyOf builds the job key from a repository and an issue or PR number.
-func keyOf(repo *github.Repository, number int) (runner.Key, error) {
-	owner, name := repo.GetOwner().GetLogin(), repo.GetName()
+func keyOf(repo repository, number int) (runner.Key, error) {
+	owner, name := repo.Owner.Login, repo.Name
 	if owner == "" || name == "" || number <= 0 {
 		return runner.Key{}, errors.New("payload names no repository or issue number")
 	}
@@ -235,18 +235,18 @@ func keyOf(repo *github.Repository, number int) (runner.Key, error) {
 }
 
 // newRequest starts the request of an event about issue or PR number of
-// repo; a payload that names neither is malformed.
-func newRequest(eventType, deliveryID string, repo *github.Repository, number int, inst *github.Installation, trigger runner.Trigger, requester *github.User) (runner.Request, error) {
-	key, err := keyOf(repo, number)
+// the event's repository; a payload that names neither is malformed.
+func newRequest(eventType, deliveryID string, ev envelope, number int, trigger runner.Trigger, requester user) (runner.Request, error) {
+	key, err := keyOf(ev.Repo, number)
 	if err != nil {
 		return runner.Request{}, &BadPayloadError{Event: eventType, Err: err}
 	}
 	return runner.Request{
 		Key:            key,
 		DeliveryID:     deliveryID,
-		InstallationID: inst.GetID(),
+		InstallationID: ev.Installation.ID,
 		Trigger:        trigger,
-		Requester:      requester.GetLogin(),
+		Requester:      requester.Login,
 	}, nil
 }
 

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
@@ -21,21 +20,14 @@ func (h *Installation) Handles() []string {
 
 // Handle logs one installation or installation_repositories event.
 func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var ev struct {
-		Action       string               `json:"action"`
-		Installation *github.Installation `json:"installation"`
-		Sender       *github.User         `json:"sender"`
-		Added        []*github.Repository `json:"repositories_added"`
-		Removed      []*github.Repository `json:"repositories_removed"`
-		Repositories []*github.Repository `json:"repositories"`
-	}
+	var ev installationEvent
 	if err := decode(eventType, payload, &ev); err != nil {
 		return err
 	}
 	h.Logger.InfoContext(ctx, "installation event",
 		"event", eventType, "action", ev.Action, "delivery", deliveryID,
-		"installation", ev.Installation.GetID(), "account", ev.Installation.GetAccount().GetLogin(),
-		"sender", ev.Sender.GetLogin(),
+		"installation", ev.Installation.ID, "account", ev.Installation.Account.Login,
+		"sender", ev.Sender.Login,
 		"repositories", len(ev.Repositories), "added", len(ev.Added), "removed", len(ev.Removed))
 	return nil
 }

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/gohands/gohands/runner"
@@ -21,18 +20,18 @@ func (h *IssueComment) Handles() []string { return []string{"issue_comment"} }
 
 // Handle handles one issue_comment event.
 func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var ev github.IssueCommentEvent
+	var ev issueCommentEvent
 	if err := decode(eventType, payload, &ev); err != nil {
 		return err
 	}
-	if ev.GetAction() != "created" || h.isBot(ev.GetComment().GetUser()) || h.isBot(ev.GetSender()) {
+	if ev.Action != "created" || h.isBot(ev.Comment.User) || h.isBot(ev.Sender) {
 		return nil
 	}
-	req, err := newRequest(eventType, deliveryID, ev.GetRepo(), ev.GetIssue().GetNumber(), ev.GetInstallation(), runner.TriggerComment, ev.GetComment().GetUser())
+	req, err := newRequest(eventType, deliveryID, ev.envelope, ev.Issue.Number, runner.TriggerComment, ev.Comment.User)
 	if err != nil {
 		return err
 	}
-	req.IsPullRequest = ev.GetIssue().IsPullRequest()
-	req.CommentID = ev.GetComment().GetID()
-	return h.command(ctx, req.InstallationID, req, ev.GetComment().GetBody(), ack{Comment: req.CommentID})
+	req.IsPullRequest = ev.Issue.isPullRequest()
+	req.CommentID = ev.Comment.ID
+	return h.command(ctx, req.InstallationID, req, ev.Comment.Body, ack{Comment: req.CommentID})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/gohands/gohands/runner"
@@ -22,38 +21,38 @@ func (h *Issues) Handles() []string { return []string{"issues"} }
 
 // Handle handles one issues event.
 func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var ev github.IssuesEvent
+	var ev issuesEvent
 	if err := decode(eventType, payload, &ev); err != nil {
 		return err
 	}
 	var trigger runner.Trigger
-	switch ev.GetAction() {
+	switch ev.Action {
 	case "labeled", "unlabeled":
-		if !strings.EqualFold(ev.GetLabel().GetName(), h.Label) {
+		if !strings.EqualFold(ev.Label.Name, h.Label) {
 			return nil
 		}
 		trigger = runner.TriggerLabel
 	case "assigned":
-		if !strings.EqualFold(ev.GetAssignee().GetLogin(), h.Bot.Login) {
+		if !strings.EqualFold(ev.Assignee.Login, h.Bot.Login) {
 			return nil
 		}
 		trigger = runner.TriggerAssign
 	default:
 		return nil
 	}
-	if h.isBot(ev.GetSender()) {
+	if h.isBot(ev.Sender) {
 		return nil
 	}
-	req, err := newRequest(eventType, deliveryID, ev.GetRepo(), ev.GetIssue().GetNumber(), ev.GetInstallation(), trigger, ev.GetSender())
+	req, err := newRequest(eventType, deliveryID, ev.envelope, ev.Issue.Number, trigger, ev.Sender)
 	if err != nil {
 		return err
 	}
-	req.IsPullRequest = ev.GetIssue().IsPullRequest()
+	req.IsPullRequest = ev.Issue.isPullRequest()
 	client, err := h.client(ctx, req.InstallationID)
 	if err != nil {
 		return err
 	}
-	if ev.GetAction() == "unlabeled" {
+	if ev.Action == "unlabeled" {
 		return h.stop(ctx, client, req, ack{})
 	}
 	return h.submit(ctx, client, req, ack{})

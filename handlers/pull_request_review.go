@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/gohands/gohands/runner"
@@ -21,19 +20,19 @@ func (h *PullRequestReview) Handles() []string { return []string{"pull_request_r
 
 // Handle handles one pull_request_review event.
 func (h *PullRequestReview) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var ev github.PullRequestReviewEvent
+	var ev reviewEvent
 	if err := decode(eventType, payload, &ev); err != nil {
 		return err
 	}
-	if ev.GetAction() != "submitted" || h.isBot(ev.GetReview().GetUser()) || h.isBot(ev.GetSender()) {
+	if ev.Action != "submitted" || h.isBot(ev.Review.User) || h.isBot(ev.Sender) {
 		return nil
 	}
-	req, err := newRequest(eventType, deliveryID, ev.GetRepo(), ev.GetPullRequest().GetNumber(), ev.GetInstallation(), runner.TriggerReview, ev.GetReview().GetUser())
+	req, err := newRequest(eventType, deliveryID, ev.envelope, ev.PullRequest.Number, runner.TriggerReview, ev.Review.User)
 	if err != nil {
 		return err
 	}
 	req.IsPullRequest = true
-	req.ReviewID = ev.GetReview().GetID()
+	req.ReviewID = ev.Review.ID
 	// A review has no reaction API of its own; the 👀 goes on the PR.
-	return h.command(ctx, req.InstallationID, req, ev.GetReview().GetBody(), ack{})
+	return h.command(ctx, req.InstallationID, req, ev.Review.Body, ack{})
 }

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/gohands/gohands/runner"
@@ -23,19 +22,19 @@ func (h *PullRequestReviewComment) Handles() []string {
 
 // Handle handles one pull_request_review_comment event.
 func (h *PullRequestReviewComment) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var ev github.PullRequestReviewCommentEvent
+	var ev reviewCommentEvent
 	if err := decode(eventType, payload, &ev); err != nil {
 		return err
 	}
-	if ev.GetAction() != "created" || h.isBot(ev.GetComment().GetUser()) || h.isBot(ev.GetSender()) {
+	if ev.Action != "created" || h.isBot(ev.Comment.User) || h.isBot(ev.Sender) {
 		return nil
 	}
-	req, err := newRequest(eventType, deliveryID, ev.GetRepo(), ev.GetPullRequest().GetNumber(), ev.GetInstallation(), runner.TriggerReviewComment, ev.GetComment().GetUser())
+	req, err := newRequest(eventType, deliveryID, ev.envelope, ev.PullRequest.Number, runner.TriggerReviewComment, ev.Comment.User)
 	if err != nil {
 		return err
 	}
 	req.IsPullRequest = true
-	req.ReviewCommentID = ev.GetComment().GetID()
-	req.ReviewID = ev.GetComment().GetPullRequestReviewID()
-	return h.command(ctx, req.InstallationID, req, ev.GetComment().GetBody(), ack{ReviewComment: req.ReviewCommentID})
+	req.ReviewCommentID = ev.Comment.ID
+	req.ReviewID = ev.Comment.PullRequestReviewID
+	return h.command(ctx, req.InstallationID, req, ev.Comment.Body, ack{ReviewComment: req.ReviewCommentID})
 }

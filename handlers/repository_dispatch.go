@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
@@ -20,16 +19,16 @@ func (h *RepositoryDispatch) Handles() []string { return []string{"repository_di
 
 // Handle handles one repository_dispatch event.
 func (h *RepositoryDispatch) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var ev github.RepositoryDispatchEvent
+	var ev repositoryDispatchEvent
 	if err := decode(eventType, payload, &ev); err != nil {
 		return err
 	}
-	if ev.GetAction() != DispatchEventType {
+	if ev.Action != DispatchEventType {
 		return nil
 	}
 	in, err := parseDispatchInputs(ev.ClientPayload)
 	if err != nil {
 		return &BadPayloadError{Event: eventType, Err: err}
 	}
-	return h.dispatch(ctx, eventType, deliveryID, ev.GetRepo(), ev.GetSender(), ev.GetInstallation(), in)
+	return h.dispatch(ctx, eventType, deliveryID, ev.envelope, in)
 }

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/gohands/gohands/runner"
@@ -21,7 +20,7 @@ func (h *WorkflowDispatch) Handles() []string { return []string{"workflow_dispat
 
 // Handle handles one workflow_dispatch event.
 func (h *WorkflowDispatch) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var ev github.WorkflowDispatchEvent
+	var ev workflowDispatchEvent
 	if err := decode(eventType, payload, &ev); err != nil {
 		return err
 	}
@@ -29,13 +28,13 @@ func (h *WorkflowDispatch) Handle(ctx context.Context, eventType, deliveryID str
 	if err != nil {
 		return &BadPayloadError{Event: eventType, Err: err}
 	}
-	return h.dispatch(ctx, eventType, deliveryID, ev.GetRepo(), ev.GetSender(), ev.GetInstallation(), in)
+	return h.dispatch(ctx, eventType, deliveryID, ev.envelope, in)
 }
 
 // dispatch turns a manual dispatch into a request. A dispatch that names no
 // issue is ignored: the same workflow may be dispatched for other purposes.
-func (b *Base) dispatch(ctx context.Context, eventType, deliveryID string, repo *github.Repository, sender *github.User, inst *github.Installation, in dispatchInputs) error {
-	if b.isBot(sender) {
+func (b *Base) dispatch(ctx context.Context, eventType, deliveryID string, ev envelope, in dispatchInputs) error {
+	if b.isBot(ev.Sender) {
 		return nil
 	}
 	number, isPR, err := in.target()
@@ -43,7 +42,7 @@ func (b *Base) dispatch(ctx context.Context, eventType, deliveryID string, repo 
 		b.Logger.Info("dispatch ignored", "delivery", deliveryID, "reason", err.Error())
 		return nil
 	}
-	req, err := newRequest(eventType, deliveryID, repo, number, inst, runner.TriggerDispatch, sender)
+	req, err := newRequest(eventType, deliveryID, ev, number, runner.TriggerDispatch, ev.Sender)
 	if err != nil {
 		return err
 	}

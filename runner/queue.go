@@ -180,8 +180,12 @@ func (q *Queue) Enqueue(ctx context.Context, r Request) (Enqueued, error) {
 	)
 	err := q.store.update(ctx, func(tx *bolt.Tx) error {
 		res, jobID, behindID = Enqueued{}, "", ""
+		rec, err := getKeyRecord(tx, kid)
+		if err != nil {
+			return err
+		}
 		if r.DeliveryID != "" {
-			if id, seen := delivery(tx, r.DeliveryID); seen {
+			if id, seen := rec.delivery(r.DeliveryID); seen {
 				res.Duplicate, jobID = true, id
 				return nil
 			}
@@ -213,11 +217,14 @@ func (q *Queue) Enqueue(ctx context.Context, r Request) (Enqueued, error) {
 				return err
 			}
 			res.Job, jobID = job, job.ID
+			rec.Jobs = append(rec.Jobs, job.ID)
 		}
 		if r.DeliveryID != "" {
-			return putDelivery(tx, r.DeliveryID, jobID, now)
+			rec.addDelivery(r.DeliveryID, jobID, now)
+		} else if res.Coalesced {
+			return nil // the record is unchanged
 		}
-		return nil
+		return putKeyRecord(tx, kid, rec)
 	})
 	if err != nil {
 		return Enqueued{}, fmt.Errorf("enqueue %s (delivery %q): %w", r.Key, r.DeliveryID, err)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -40,20 +41,25 @@ const maxBatch = 256
 //	jobs       job ID → JSON Job without its requests (IDs sort by creation time)
 //	requests   job ID + 4-byte big-endian index → JSON Request, so that
 //	           coalescing a request appends a row instead of rewriting the job
-//	keyjobs    lower(owner/repo#n) NUL job ID → empty (index for Jobs(key))
-//	heads      lower(owner/repo#n) → JSON head: the running job and the queued jobs, in order
-//	deliveries X-GitHub-Delivery → 8-byte big-endian unix nanos + job ID
+//	heads      lower(owner/repo#n) → JSON head: the running job and the queued
+//	           jobs, in order; only keys with either have one
+//	keys       lower(owner/repo#n) → JSON keyRecord: every job of the key and
+//	           the deliveries that reached it lately
 //	events     job ID → sub-bucket of 8-byte sequence → JSON event
 //	once       name → RFC 3339 time of the first call
+//
+// Enqueuing a new job writes to jobs and requests, where it appends, and to
+// heads and keys. Each bucket a write touches costs a B-tree path of pages
+// read into memory and written back at the commit, so the per-key indexes
+// share one record instead of having a bucket each.
 var (
-	bucketJobs       = []byte("jobs")
-	bucketRequests   = []byte("requests")
-	bucketKeyJobs    = []byte("keyjobs")
-	bucketHeads      = []byte("heads")
-	bucketDeliveries = []byte("deliveries")
-	bucketEvents     = []byte("events")
-	bucketOnce       = []byte("once")
-	allBuckets       = [][]byte{bucketJobs, bucketRequests, bucketKeyJobs, bucketHeads, bucketDeliveries, bucketEvents, bucketOnce}
+	bucketJobs     = []byte("jobs")
+	bucketRequests = []byte("requests")
+	bucketHeads    = []byte("heads")
+	bucketKeys     = []byte("keys")
+	bucketEvents   = []byte("events")
+	bucketOnce     = []byte("once")
+	allBuckets     = [][]byte{bucketJobs, bucketRequests, bucketHeads, bucketKeys, bucketEvents, bucketOnce}
 )
 
 // Store is the durable state of gohands: jobs, their event logs, the webhook
@@ -114,7 +120,7 @@ func OpenStore(dir string) (*Store, error) {
 		if k, _ := tx.Bucket(bucketJobs).Cursor().Last(); k != nil {
 			s.lastID = idTime(string(k))
 		}
-		return nil
+		return migrateKeyIndexes(tx)
 	})
 	if err != nil {
 		db.Close()
@@ -291,10 +297,12 @@ func (s *Store) Jobs(key Key) ([]*Job, error) {
 	var jobs []*Job
 	err := s.db.View(func(tx *bolt.Tx) error {
 		jobs = nil
-		prefix := []byte(keyID(key) + "\x00")
-		c := tx.Bucket(bucketKeyJobs).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, _ = c.Next() {
-			job, err := getJob(tx, string(k[len(prefix):]))
+		rec, err := getKeyRecord(tx, keyID(key))
+		if err != nil {
+			return err
+		}
+		for _, id := range rec.Jobs {
+			job, err := getJob(tx, id)
 			if err != nil {
 				return err
 			}
@@ -385,23 +393,30 @@ func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int, err
 	var n int
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		n = 0
-		b := tx.Bucket(bucketDeliveries)
-		var old [][]byte
-		err := b.ForEach(func(k, v []byte) error {
-			if len(v) < 8 || int64(binary.BigEndian.Uint64(v)) < before.UnixNano() {
-				old = append(old, append([]byte(nil), k...))
+		type pruned struct {
+			kid string
+			rec keyRecord
+		}
+		var changed []pruned
+		err := tx.Bucket(bucketKeys).ForEach(func(k, _ []byte) error {
+			rec, err := getKeyRecord(tx, string(k))
+			if err != nil {
+				return err
+			}
+			if m := rec.pruneDeliveries(before); m > 0 {
+				n += m
+				changed = append(changed, pruned{string(k), rec})
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, k := range old {
-			if err := b.Delete(k); err != nil {
+		for _, c := range changed {
+			if err := putKeyRecord(tx, c.kid, c.rec); err != nil {
 				return err
 			}
 		}
-		n = len(old)
 		return nil
 	})
 	if err != nil {
@@ -490,7 +505,8 @@ func putJob(tx *bolt.Tx, job *Job) error {
 	return tx.Bucket(bucketJobs).Put([]byte(job.ID), data)
 }
 
-// newJobTx stores a new job with its requests and indexes it under its key.
+// newJobTx stores a new job with its requests; the caller adds it to its
+// key's record.
 func newJobTx(tx *bolt.Tx, job *Job) error {
 	if err := putJob(tx, job); err != nil {
 		return err
@@ -500,24 +516,144 @@ func newJobTx(tx *bolt.Tx, job *Job) error {
 			return err
 		}
 	}
-	return tx.Bucket(bucketKeyJobs).Put([]byte(keyID(job.Key)+"\x00"+job.ID), nil)
+	return nil
+}
+
+// keyRecord is what the store keeps of a key beyond its live state: every
+// job it has had, and the webhook deliveries that reached it in the last
+// DeliveryRetention, for de-duplication. A redelivery carries the same
+// payload, so it names the same key: looking a delivery up under its key
+// is enough.
+type keyRecord struct {
+	Jobs       []string         `json:"jobs,omitempty"`
+	Deliveries []deliveryRecord `json:"deliveries,omitempty"`
+}
+
+// deliveryRecord is one X-GitHub-Delivery and the job it went to.
+type deliveryRecord struct {
+	ID  string `json:"id"`
+	At  int64  `json:"at"` // unix nanoseconds
+	Job string `json:"job"`
 }
 
 // delivery looks up a delivery ID, returning the job it went to.
-func delivery(tx *bolt.Tx, id string) (jobID string, seen bool) {
-	v := tx.Bucket(bucketDeliveries).Get([]byte(id))
-	if v == nil {
-		return "", false
+func (r *keyRecord) delivery(id string) (jobID string, seen bool) {
+	for _, d := range r.Deliveries {
+		if d.ID == id {
+			return d.Job, true
+		}
 	}
-	if len(v) > 8 {
-		jobID = string(v[8:])
-	}
-	return jobID, true
+	return "", false
 }
 
-func putDelivery(tx *bolt.Tx, id, jobID string, at time.Time) error {
-	v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(jobID)), uint64(at.UnixNano()))
-	return tx.Bucket(bucketDeliveries).Put([]byte(id), append(v, jobID...))
+// addDelivery records a delivery, forgetting those older than the
+// retention as it goes.
+func (r *keyRecord) addDelivery(id, jobID string, at time.Time) {
+	r.pruneDeliveries(at.Add(-DeliveryRetention))
+	r.Deliveries = append(r.Deliveries, deliveryRecord{ID: id, At: at.UnixNano(), Job: jobID})
+}
+
+// pruneDeliveries forgets the deliveries received before t and says how
+// many it forgot.
+func (r *keyRecord) pruneDeliveries(before time.Time) int {
+	n := len(r.Deliveries)
+	r.Deliveries = slices.DeleteFunc(r.Deliveries, func(d deliveryRecord) bool { return d.At < before.UnixNano() })
+	return n - len(r.Deliveries)
+}
+
+func getKeyRecord(tx *bolt.Tx, kid string) (keyRecord, error) {
+	var r keyRecord
+	v := tx.Bucket(bucketKeys).Get([]byte(kid))
+	if v == nil {
+		return r, nil
+	}
+	if err := json.Unmarshal(v, &r); err != nil {
+		return r, fmt.Errorf("decode record of %s: %w", kid, err)
+	}
+	return r, nil
+}
+
+func putKeyRecord(tx *bolt.Tx, kid string, r keyRecord) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode record of %s: %w", kid, err)
+	}
+	return tx.Bucket(bucketKeys).Put([]byte(kid), data)
+}
+
+// Buckets of the first layout, which had a bucket per index.
+var (
+	oldBucketKeyJobs    = []byte("keyjobs")    // lower(key) NUL job ID → empty
+	oldBucketDeliveries = []byte("deliveries") // delivery ID → 8-byte big-endian unix nanos + job ID
+)
+
+// migrateKeyIndexes moves the first layout's keyjobs and deliveries buckets
+// into the keys bucket, in the transaction that opens the store, so that
+// an upgrade loses neither a job's history nor de-duplication.
+func migrateKeyIndexes(tx *bolt.Tx) error {
+	recs := map[string]*keyRecord{}
+	rec := func(kid string) (*keyRecord, error) {
+		if r, ok := recs[kid]; ok {
+			return r, nil
+		}
+		r, err := getKeyRecord(tx, kid)
+		recs[kid] = &r
+		return &r, err
+	}
+	if b := tx.Bucket(oldBucketKeyJobs); b != nil {
+		err := b.ForEach(func(k, _ []byte) error {
+			kid, id, ok := strings.Cut(string(k), "\x00")
+			if !ok {
+				return fmt.Errorf("migrate keyjobs: malformed row %q", k)
+			}
+			r, err := rec(kid)
+			if err == nil && !slices.Contains(r.Jobs, id) {
+				r.Jobs = append(r.Jobs, id)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if b := tx.Bucket(oldBucketDeliveries); b != nil {
+		err := b.ForEach(func(k, v []byte) error {
+			if len(v) <= 8 {
+				return nil // no job: nothing to de-duplicate against
+			}
+			jobID := string(v[8:])
+			job, err := getJobMeta(tx, jobID)
+			if errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("migrate delivery %s: %w", k, err)
+			}
+			r, err := rec(keyID(job.Key))
+			if err == nil {
+				r.Deliveries = append(r.Deliveries, deliveryRecord{ID: string(k), At: int64(binary.BigEndian.Uint64(v)), Job: jobID})
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for kid, r := range recs {
+		slices.Sort(r.Jobs) // IDs sort by creation time
+		slices.SortFunc(r.Deliveries, func(a, b deliveryRecord) int { return cmp.Compare(a.At, b.At) })
+		if err := putKeyRecord(tx, kid, *r); err != nil {
+			return err
+		}
+	}
+	for _, name := range [][]byte{oldBucketKeyJobs, oldBucketDeliveries} {
+		if tx.Bucket(name) != nil {
+			if err := tx.DeleteBucket(name); err != nil {
+				return fmt.Errorf("migrate: drop bucket %s: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // addRequest appends r to the job's requests.

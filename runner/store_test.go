@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -348,5 +349,110 @@ func TestStoreWritePanicIsAnError(t *testing.T) {
 	// The store still takes writes.
 	if first, err := s.Once(context.Background(), "after panic"); err != nil || !first {
 		t.Fatalf("Once after a panicked write = %v, %v; want true", first, err)
+	}
+}
+
+// TestStoreMigratesKeyIndexes opens a store written with the first layout,
+// which had the keyjobs and deliveries buckets, and checks that its jobs
+// are still listed by key, its deliveries still de-duplicated, and the old
+// buckets gone.
+func TestStoreMigratesKeyIndexes(t *testing.T) {
+	dir := t.TempDir()
+	db, err := bolt.Open(filepath.Join(dir, StoreFile), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	jobs := []*Job{
+		{ID: "20261101T100000.000000-aaaaaaaa", Key: Key{Owner: "Octo", Repo: "Hello", Number: 1}, State: StateSucceeded, CreatedAt: now},
+		{ID: "20261101T110000.000000-bbbbbbbb", Key: Key{Owner: "octo", Repo: "hello", Number: 1}, State: StateQueued, CreatedAt: now},
+		{ID: "20261101T120000.000000-cccccccc", Key: Key{Owner: "octo", Repo: "hello", Number: 2}, State: StateQueued, CreatedAt: now},
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketJobs, bucketRequests, oldBucketKeyJobs, bucketHeads, oldBucketDeliveries, bucketEvents, bucketOnce} {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		deliveries := tx.Bucket(oldBucketDeliveries)
+		for i, job := range jobs {
+			job.Requests = []Request{{Key: job.Key, DeliveryID: fmt.Sprint("d", i), Instruction: fmt.Sprint("do ", i)}}
+			if err := putJob(tx, job); err != nil {
+				return err
+			}
+			if err := addRequest(tx, job.ID, job.Requests[0]); err != nil {
+				return err
+			}
+			if err := tx.Bucket(oldBucketKeyJobs).Put([]byte(keyID(job.Key)+"\x00"+job.ID), nil); err != nil {
+				return err
+			}
+			v := binary.BigEndian.AppendUint64(nil, uint64(now.UnixNano()))
+			if err := deliveries.Put([]byte(job.Requests[0].DeliveryID), append(v, job.ID...)); err != nil {
+				return err
+			}
+		}
+		// A delivery of a job that no longer exists is dropped.
+		v := binary.BigEndian.AppendUint64(nil, uint64(now.UnixNano()))
+		if err := deliveries.Put([]byte("orphan"), append(v, "20260101T000000.000000-dddddddd"...)); err != nil {
+			return err
+		}
+		return putHead(tx, keyID(jobs[1].Key), head{Queued: []string{jobs[1].ID}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := mustStore(t, dir)
+	got, err := s.Jobs(key(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, j := range got {
+		ids = append(ids, j.ID)
+	}
+	if want := []string{jobs[0].ID, jobs[1].ID}; !slices.Equal(ids, want) {
+		t.Fatalf("Jobs(octo/hello#1) after migration = %v; want %v", ids, want)
+	}
+	q := mustQueue(t, s, newFakeExec(), 1)
+	for i, job := range jobs {
+		res := mustEnqueue(t, q, req(job.Key, fmt.Sprint("d", i), "again"))
+		if !res.Duplicate || res.Job == nil || res.Job.ID != job.ID {
+			t.Fatalf("redelivery of d%d after migration = %+v; want a duplicate of %s", i, res, job.ID)
+		}
+	}
+	// The queued job still takes follow-ups.
+	if res := mustEnqueue(t, q, req(key(1), "d-new", "more")); !res.Coalesced || res.Job.ID != jobs[1].ID {
+		t.Fatalf("follow-up after migration = %+v; want coalesced into %s", res, jobs[1].ID)
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{oldBucketKeyJobs, oldBucketDeliveries} {
+			if tx.Bucket(name) != nil {
+				return fmt.Errorf("bucket %s is still there", name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStoreForgetsOldDeliveriesOnWrite checks that a key's record does not
+// grow with every delivery: those past DeliveryRetention go when the next
+// one is recorded.
+func TestStoreForgetsOldDeliveriesOnWrite(t *testing.T) {
+	var r keyRecord
+	old := time.Now().Add(-DeliveryRetention - time.Hour)
+	r.addDelivery("old", "job-1", old)
+	r.addDelivery("new", "job-2", time.Now())
+	if _, seen := r.delivery("old"); seen {
+		t.Fatal("a delivery older than the retention is still remembered")
+	}
+	if id, seen := r.delivery("new"); !seen || id != "job-2" {
+		t.Fatalf("delivery(new) = %q, %v; want job-2", id, seen)
 	}
 }
