@@ -26,7 +26,16 @@ type appCredentials struct {
 	base   http.RoundTripper
 
 	mu     sync.Mutex
-	byInst map[int64]*ghinstallation.Transport
+	byInst map[int64]*installation
+}
+
+// installation is one installation's token source and the client that
+// uses it, shared by every webhook and job of that installation: go-github
+// clients are safe for concurrent use, and a shared one also shares what
+// it learns of the rate limits.
+type installation struct {
+	transport *ghinstallation.Transport
+	client    *github.Client
 }
 
 func newAppCredentials(apiURL string, appID int64, key []byte, base http.RoundTripper) *appCredentials {
@@ -35,44 +44,49 @@ func newAppCredentials(apiURL string, appID int64, key []byte, base http.RoundTr
 		appID:  appID,
 		key:    key,
 		base:   base,
-		byInst: map[int64]*ghinstallation.Transport{},
+		byInst: map[int64]*installation{},
 	}
 }
 
-func (c *appCredentials) transport(installationID int64) (*ghinstallation.Transport, error) {
+func (c *appCredentials) installation(installationID int64) (*installation, error) {
 	if installationID <= 0 {
 		return nil, fmt.Errorf("the event names no App installation (id %d)", installationID)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t, ok := c.byInst[installationID]; ok {
-		return t, nil
+	if in, ok := c.byInst[installationID]; ok {
+		return in, nil
 	}
 	t, err := ghinstallation.New(c.base, c.appID, installationID, c.key)
 	if err != nil {
 		return nil, fmt.Errorf("installation %d: %w", installationID, err)
 	}
 	t.BaseURL = c.apiURL
-	c.byInst[installationID] = t
-	return t, nil
+	gh, err := newClient(&http.Client{Transport: t, Timeout: apiTimeout}, c.apiURL)
+	if err != nil {
+		return nil, err
+	}
+	in := &installation{transport: t, client: gh}
+	c.byInst[installationID] = in
+	return in, nil
 }
 
 // Client returns a go-github client acting as the installation.
 func (c *appCredentials) Client(_ context.Context, installationID int64) (*github.Client, error) {
-	t, err := c.transport(installationID)
+	in, err := c.installation(installationID)
 	if err != nil {
 		return nil, err
 	}
-	return newClient(&http.Client{Transport: t, Timeout: apiTimeout}, c.apiURL)
+	return in.client, nil
 }
 
 // Token returns the installation's current access token, for git over HTTPS.
 func (c *appCredentials) Token(ctx context.Context, installationID int64) (string, error) {
-	t, err := c.transport(installationID)
+	in, err := c.installation(installationID)
 	if err != nil {
 		return "", err
 	}
-	tok, err := t.Token(ctx)
+	tok, err := in.transport.Token(ctx)
 	if err != nil {
 		return "", fmt.Errorf("installation %d token: %w", installationID, err)
 	}
