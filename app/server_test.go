@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -275,6 +276,26 @@ func TestWebhookTriggersCreateOneJob(t *testing.T) {
 			if got.ReceivedAt.IsZero() {
 				t.Error("ReceivedAt is zero")
 			}
+			// The text of the issue or PR as the payload showed it is kept
+			// (see runner.Request.Seen); a dispatch carries none.
+			var p struct {
+				Issue       *runner.Seen `json:"issue"`
+				PullRequest *runner.Seen `json:"pull_request"`
+			}
+			if err := json.Unmarshal(tr.body, &p); err != nil {
+				t.Fatal(err)
+			}
+			wantSeen := p.Issue
+			if tr.event == "pull_request_review_comment" || tr.event == "pull_request_review" {
+				wantSeen = p.PullRequest
+			}
+			switch {
+			case (got.Seen == nil) != (wantSeen == nil):
+				t.Errorf("request.Seen = %+v, want %+v", got.Seen, wantSeen)
+			case got.Seen != nil && (*got.Seen != *wantSeen || got.Seen.Title == ""):
+				t.Errorf("request.Seen = %+v, want the payload's %+v", *got.Seen, *wantSeen)
+			}
+			got.Seen = nil
 			if got != want {
 				t.Errorf("request =\n%+v\nwant\n%+v", got, want)
 			}

@@ -33,5 +33,6 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	}
 	req.IsPullRequest = ev.Issue.isPullRequest()
 	req.CommentID = ev.Comment.ID
+	req.Seen = seen(ev.Issue.Title, ev.Issue.Body)
 	return h.command(ctx, req.InstallationID, req, ev.Comment.Body, ack{Comment: req.CommentID})
 }

@@ -48,6 +48,7 @@ func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, paylo
 		return err
 	}
 	req.IsPullRequest = ev.Issue.isPullRequest()
+	req.Seen = seen(ev.Issue.Title, ev.Issue.Body)
 	client, err := h.client(ctx, req.InstallationID)
 	if err != nil {
 		return err

@@ -1,6 +1,10 @@
 package handlers
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/gohands/gohands/runner"
+)
 
 // The handlers decode webhooks into the types below, which hold only the
 // fields gohands reads, rather than into go-github's event types. A payload
@@ -40,6 +44,8 @@ type envelope struct {
 // conversation.
 type issue struct {
 	Number      int       `json:"number"`
+	Title       string    `json:"title"`
+	Body        string    `json:"body"`
 	PullRequest *struct{} `json:"pull_request"`
 }
 
@@ -47,10 +53,15 @@ type issue struct {
 // Issue.IsPullRequest does.
 func (i issue) isPullRequest() bool { return i.PullRequest != nil }
 
-// pullRequest is a pull request, named by its number.
+// pullRequest is a pull request.
 type pullRequest struct {
-	Number int `json:"number"`
+	Number int    `json:"number"`
+	Title  string `json:"title"`
+	Body   string `json:"body"`
 }
+
+// seen is the text of an issue or pull request as the event shows it.
+func seen(title, body string) *runner.Seen { return &runner.Seen{Title: title, Body: body} }
 
 // comment is an issue comment, a review comment or a review.
 type comment struct {

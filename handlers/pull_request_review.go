@@ -32,6 +32,7 @@ func (h *PullRequestReview) Handle(ctx context.Context, eventType, deliveryID st
 		return err
 	}
 	req.IsPullRequest = true
+	req.Seen = seen(ev.PullRequest.Title, ev.PullRequest.Body)
 	req.ReviewID = ev.Review.ID
 	// A review has no reaction API of its own; the 👀 goes on the PR.
 	return h.command(ctx, req.InstallationID, req, ev.Review.Body, ack{})

@@ -34,6 +34,7 @@ func (h *PullRequestReviewComment) Handle(ctx context.Context, eventType, delive
 		return err
 	}
 	req.IsPullRequest = true
+	req.Seen = seen(ev.PullRequest.Title, ev.PullRequest.Body)
 	req.ReviewCommentID = ev.Comment.ID
 	req.ReviewID = ev.Comment.PullRequestReviewID
 	return h.command(ctx, req.InstallationID, req, ev.Comment.Body, ack{ReviewComment: req.ReviewCommentID})

@@ -57,7 +57,12 @@ type IssueData struct {
 	Number     int
 	Title      string
 	Body       string
-	Labels     []string
+	// Author opened the issue; Outsider is set when the author has no write
+	// access, and the prompt then frames the title and body as a report to
+	// read, not instructions to follow.
+	Author   string
+	Outsider bool
+	Labels   []string
 	Comments   []Comment
 	// Requester is who asked, Instruction the text of the ask (may be empty).
 	Requester   string
@@ -65,6 +70,9 @@ type IssueData struct {
 	// Resume is set when the branch already has commits from an earlier run.
 	Resume *Resume
 }
+
+// Kind names what IssueData describes, for the templates.
+func (IssueData) Kind() string { return "issue" }
 
 // ReviewComment is an inline review comment on a pull request.
 type ReviewComment struct {
@@ -81,6 +89,9 @@ type PRData struct {
 	Number     int
 	Title      string
 	Body       string
+	// Author opened the pull request; Outsider as in IssueData.
+	Author     string
+	Outsider   bool
 	HeadBranch string
 	BaseBranch string
 	// Trigger is the comment that asked for this round of work.
@@ -92,6 +103,9 @@ type PRData struct {
 	Requester string
 	Resume    *Resume
 }
+
+// Kind names what PRData describes, for the templates.
+func (PRData) Kind() string { return "pull request" }
 
 // System renders the system prompt.
 func System(d SystemData) (string, error) {

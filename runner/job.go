@@ -53,6 +53,16 @@ type Request struct {
 	// ReviewID is the triggering pull request review.
 	ReviewID   int64     `json:"review_id,omitempty"`
 	ReceivedAt time.Time `json:"received_at"`
+	// Seen is the issue's or pull request's title and body as the webhook
+	// showed them when the person asked; nil when the event carried none
+	// (a dispatch).
+	Seen *Seen `json:"seen,omitempty"`
+}
+
+// Seen is the text of an issue or pull request at one moment.
+type Seen struct {
+	Title string `json:"title"`
+	Body  string `json:"body"`
 }
 
 // State is where a job is in its life.

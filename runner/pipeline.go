@@ -235,6 +235,7 @@ type jobRun struct {
 	sb          sandbox.Sandbox
 	skillSet    skills.Set
 	notIsolated bool
+	notes       []string // for the tracking comment (see publish.Status.Notes)
 	setupNote   string
 	tasks       []publish.Task
 	tests       []publish.TestRun
@@ -260,6 +261,7 @@ func (r *jobRun) status(ctx context.Context, phase publish.Phase, step string) {
 		Elapsed:     time.Since(r.start),
 		Requester:   r.req.Requester,
 		NotIsolated: r.notIsolated,
+		Notes:       r.notes,
 	})
 	if err != nil && ctx.Err() == nil {
 		r.log.Warn("update tracking comment", "err", err)
@@ -656,6 +658,7 @@ func (r *jobRun) finish(ctx, runCtx context.Context, out result, err error) erro
 		Elapsed:     time.Since(r.start),
 		Requester:   r.req.Requester,
 		NotIsolated: r.notIsolated,
+		Notes:       r.notes,
 	}
 	// A job that got its work done is done, whatever arrived meanwhile.
 	cause := context.Cause(ctx)

@@ -38,12 +38,40 @@ func (r *jobRun) instructions() string {
 	return strings.Join(parts, "\n\n")
 }
 
+// pinned returns the title and body to give the model. When the author
+// has no write access and the text changed after the webhook of the latest
+// request that carried it, the job keeps the text the person who asked had
+// in front of them: an outsider's edit made after a maintainer asked is not
+// something the maintainer vouched for. A note in the tracking comment says
+// so, and how to have the new text read.
+func (r *jobRun) pinned(kind, title, body string, authorCanWrite bool) (string, string) {
+	if authorCanWrite {
+		return title, body
+	}
+	var seen *Seen
+	for _, q := range r.job.Requests {
+		if q.Seen != nil {
+			seen = q.Seen
+		}
+	}
+	if seen == nil || (seen.Title == title && seen.Body == body) {
+		return title, body
+	}
+	r.log.Warn("the text changed after the request, and its author has no write access; using the text as it was when asked", "kind", kind)
+	r.notes = append(r.notes, fmt.Sprintf("This %s's title or description changed after I was asked, and its author has no write access, "+
+		"so I worked from the text as it was when I was asked. To have me read the new text, ask me again.", kind))
+	return seen.Title, seen.Body
+}
+
 func (r *jobRun) issueTask(is *publish.Issue) taskText {
+	title, body := r.pinned("issue", is.Title, is.Body, is.AuthorCanWrite)
 	d := prompts.IssueData{
 		Repository:  r.repository(),
 		Number:      r.key.Number,
-		Title:       is.Title,
-		Body:        is.Body,
+		Title:       title,
+		Body:        body,
+		Author:      is.Author,
+		Outsider:    !is.AuthorCanWrite,
 		Labels:      is.Labels,
 		Comments:    writersOnly(is.Comments),
 		Requester:   r.req.Requester,
@@ -60,11 +88,14 @@ func (r *jobRun) prTask(pr *publish.PullRequest) taskText {
 	if trigger == "" {
 		trigger = "Address the review comments on this pull request."
 	}
+	title, body := r.pinned("pull request", pr.Title, pr.Body, pr.AuthorCanWrite)
 	d := prompts.PRData{
 		Repository: r.repository(),
 		Number:     r.key.Number,
-		Title:      pr.Title,
-		Body:       pr.Body,
+		Title:      title,
+		Body:       body,
+		Author:     pr.Author,
+		Outsider:   !pr.AuthorCanWrite,
 		HeadBranch: pr.HeadRef,
 		BaseBranch: pr.BaseRef,
 		Trigger:    prompts.Comment{Author: r.req.Requester, Body: trigger, CreatedAt: r.req.ReceivedAt},

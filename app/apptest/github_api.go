@@ -288,6 +288,19 @@ func (g *GitHub) AddIssue(owner, repo string, is GitHubIssue) (int, error) {
 	return n.number, nil
 }
 
+// EditIssue changes an issue's or pull request's title and body, as its
+// author editing it on GitHub would; no webhook is sent.
+func (g *GitHub) EditIssue(owner, repo string, n int, title, body string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, is, err := g.issue(owner, repo, n)
+	if err != nil {
+		return err
+	}
+	is.title, is.body = title, body
+	return nil
+}
+
 // Issue reports an issue or pull request as the emulator holds it now.
 func (g *GitHub) Issue(owner, repo string, n int) (GitHubIssue, error) {
 	g.mu.Lock()

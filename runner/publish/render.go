@@ -48,6 +48,9 @@ type Status struct {
 	Requester string
 	// NotIsolated is set when the sandbox is the process driver: commands run on the host.
 	NotIsolated bool
+	// Notes are what the person who asked should know about how the job
+	// read the issue, one paragraph each.
+	Notes []string
 }
 
 // OutcomeKind is how a job ended.
@@ -85,6 +88,7 @@ type Outcome struct {
 	Elapsed     time.Duration
 	Requester   string
 	NotIsolated bool
+	Notes       []string
 }
 
 var phaseText = map[Phase]string{
@@ -110,9 +114,7 @@ func RenderStatus(jobID string, s Status) string {
 	}
 	writeTasks(&b, s.Tasks)
 	writeFooter(&b, s.Elapsed, s.Requester, "elapsed")
-	if s.NotIsolated {
-		b.WriteString("\n" + notIsolatedNote)
-	}
+	writeNotes(&b, s.NotIsolated, s.Notes)
 	return b.String()
 }
 
@@ -167,10 +169,19 @@ func RenderOutcome(jobID string, o Outcome) string {
 		b.WriteString("\n</details>\n")
 	}
 	writeFooter(&b, o.Elapsed, o.Requester, "took")
-	if o.NotIsolated {
+	writeNotes(&b, o.NotIsolated, o.Notes)
+	return b.String()
+}
+
+// writeNotes ends a tracking comment with its notes, the warning about a
+// sandbox without isolation last.
+func writeNotes(b *strings.Builder, notIsolated bool, notes []string) {
+	for _, n := range notes {
+		b.WriteString("\n> [!NOTE]\n> " + strings.ReplaceAll(strings.TrimSpace(n), "\n", "\n> ") + "\n")
+	}
+	if notIsolated {
 		b.WriteString("\n" + notIsolatedNote)
 	}
-	return b.String()
 }
 
 func mention(m string) string {

@@ -51,6 +51,10 @@ func TestRenderGolden(t *testing.T) {
 			Kind: OutcomeSucceeded, PRNumber: 8, PRURL: "https://github.com/acme/calc/pull/8", PRCreated: true,
 			Summary: "Divide now returns an error for a zero divisor; a test covers it.",
 			Tasks:   []Task{{Title: "Fix", Status: TaskDone}}, Elapsed: 3*time.Minute + 12*time.Second, Requester: "alice"})},
+		{"outcome_with_note", RenderOutcome("job-5", Outcome{
+			Kind: OutcomeSucceeded, PRNumber: 9, PRURL: "https://github.com/acme/calc/pull/9", PRCreated: true,
+			Summary: "Fixed.", Elapsed: time.Minute, Requester: "alice",
+			Notes: []string{"This issue's title or description changed after I was asked.\nAsk me again to have me read it."}})},
 		{"outcome_answered", RenderOutcome("job-2", Outcome{
 			Kind: OutcomeSucceeded, Summary: "`Divide` is in `calc/calc.go`; it has no caller outside tests.",
 			Elapsed: 20 * time.Second, Requester: "bob"})},
