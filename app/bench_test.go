@@ -139,7 +139,7 @@ func BenchmarkWebhook(b *testing.B) {
 		mu.Unlock()
 	})
 	b.StopTimer()
-	reportMem(b, before, s.peer.mem(b))
+	reportServer(b, before, s.peer.mem(b))
 	reportLatency(b, lat)
 }
 
@@ -176,7 +176,7 @@ func benchWebhookAt(b *testing.B, perSecond int) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	reportMem(b, before, s.peer.mem(b))
+	reportServer(b, before, s.peer.mem(b))
 	reportLatency(b, lat)
 }
 

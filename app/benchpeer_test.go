@@ -14,7 +14,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -47,6 +49,11 @@ type peerMem struct {
 	TotalAlloc uint64
 	Mallocs    uint64
 	NumGC      uint32
+	// Handled is how many webhooks the peer answered; HandlerNs is how
+	// long its handler took for each, in order, from the first byte of
+	// the request being read to the status being written.
+	Handled   int
+	HandlerNs []int64
 }
 
 // runPeer serves the real App's webhook handler, built from the JSON
@@ -72,12 +79,26 @@ func runPeer(path string) error {
 	if err != nil {
 		return err
 	}
+	var (
+		mu      sync.Mutex
+		handled []int64
+	)
 	mux := http.NewServeMux()
-	mux.Handle(WebhookPath, a.Handler())
+	mux.HandleFunc(WebhookPath, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		a.Handler().ServeHTTP(w, r)
+		d := time.Since(start)
+		mu.Lock()
+		handled = append(handled, int64(d))
+		mu.Unlock()
+	})
 	mux.HandleFunc(peerMemPath, func(w http.ResponseWriter, _ *http.Request) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		json.NewEncoder(w).Encode(peerMem{TotalAlloc: ms.TotalAlloc, Mallocs: ms.Mallocs, NumGC: ms.NumGC})
+		mu.Lock()
+		m := peerMem{TotalAlloc: ms.TotalAlloc, Mallocs: ms.Mallocs, NumGC: ms.NumGC, Handled: len(handled), HandlerNs: slices.Clone(handled)}
+		mu.Unlock()
+		json.NewEncoder(w).Encode(m)
 	})
 	if dir := os.Getenv(peerProfileEnv); dir != "" {
 		stop, err := startProfiles(dir)
@@ -182,11 +203,17 @@ func (p *peer) mem(b *testing.B) peerMem {
 	return m
 }
 
-// reportMem reports what the peer allocated per delivery between before
-// and after, and how many collections it ran.
-func reportMem(b *testing.B, before, after peerMem) {
+// reportServer reports what the peer allocated per delivery between
+// before and after, how many collections it ran, and the 99th percentile
+// of its handler's time: the latency measured by the client less the
+// loopback connection and the client's own scheduling.
+func reportServer(b *testing.B, before, after peerMem) {
 	n := float64(b.N)
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "srv-B/op")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "srv-allocs/op")
 	b.ReportMetric(float64(after.NumGC-before.NumGC), "srv-GCs")
+	if ns := after.HandlerNs[before.Handled:]; len(ns) > 0 {
+		slices.Sort(ns)
+		b.ReportMetric(float64(ns[len(ns)*99/100])/1e3, "srv-p99-µs")
+	}
 }
