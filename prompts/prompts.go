@@ -7,6 +7,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"text/template"
 	"time"
@@ -15,7 +16,18 @@ import (
 //go:embed templates/*.tmpl
 var files embed.FS
 
-var tmpl = template.Must(template.New("prompts").Funcs(template.FuncMap{"join": strings.Join}).ParseFS(files, "templates/*.tmpl"))
+var tmpl = template.Must(template.New("prompts").Funcs(template.FuncMap{"join": strings.Join, "fence": fence}).ParseFS(files, "templates/*.tmpl"))
+
+// closingTags are the tags the task prompt wraps people's text in.
+var closingTags = regexp.MustCompile(`(?i)</(title|body|issue|pull_request|comment|review_comment|diff_hunk|request)\s*>`)
+
+// fence keeps text that people wrote inside the tag that wraps it: a
+// closing tag of the prompt's own in it, such as "</issue>" in an issue
+// body meant to end the issue early and pose as gohands' instructions, is
+// written "<\/issue>". Nothing else changes.
+func fence(text string) string {
+	return closingTags.ReplaceAllStringFunc(text, func(tag string) string { return `<\/` + tag[2:] })
+}
 
 // SystemData is what the system prompt says about the sandbox.
 type SystemData struct {
@@ -63,7 +75,7 @@ type IssueData struct {
 	Author   string
 	Outsider bool
 	Labels   []string
-	Comments   []Comment
+	Comments []Comment
 	// Requester is who asked, Instruction the text of the ask (may be empty).
 	Requester   string
 	Instruction string
