@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -89,11 +90,16 @@ func addPR(t *testing.T, h *harness, branch string, pr apptest.GitHubPR) int {
 	return n
 }
 
-// prComment is an issue_comment.created event on pull request n.
+// prComment is an issue_comment.created event on pull request n, which
+// shows the PR's title and description as the emulator holds them.
 func (h *harness) prComment(n int, id int64, body string) *github.IssueCommentEvent {
+	pr, err := h.w.gh.Issue(sampleOwner, sampleRepo, n)
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	return &github.IssueCommentEvent{
 		Action: github.String("created"),
-		Issue: &github.Issue{Number: github.Int(n), Title: github.String("PR"),
+		Issue: &github.Issue{Number: github.Int(n), Title: github.String(pr.Title), Body: github.String(pr.Body),
 			PullRequestLinks: &github.PullRequestLinks{URL: github.String(h.w.gh.URL + "/pulls/" + strconv.Itoa(n))}},
 		Comment:      &github.IssueComment{ID: github.Int64(id), Body: github.String(body), User: &github.User{Login: github.String(sampleUser), Type: github.String("User")}},
 		Repo:         h.w.repoPayload(),
@@ -500,5 +506,44 @@ func TestOutsiderIssueIsPinnedAndFramed(t *testing.T) {
 	}
 	if !note {
 		t.Errorf("no tracking comment says the rewrite was ignored: %+v", h.botComments(n))
+	}
+}
+
+// TestPRAuthorFraming checks who counts as an outsider on a pull request:
+// gohands' own PRs are not (it wrote their descriptions), other bots' are
+// (dependabot quotes upstream release notes), and people without write
+// access are.
+func TestPRAuthorFraming(t *testing.T) {
+	for _, tt := range []struct {
+		author   string // "" for the bot itself
+		outsider bool
+	}{
+		{"", false},
+		{sampleUser, false},
+		{"dependabot[bot]", true},
+		{"mallory", true},
+	} {
+		t.Run(cmp.Or(tt.author, "gohands"), func(t *testing.T) {
+			h := mustHarness(t, withScript(finishWith("Nothing to change.")))
+			author := cmp.Or(tt.author, h.w.gh.BotLogin())
+			n := addPR(t, h, "feature", apptest.GitHubPR{Title: "Add notes", Body: "Notes for the release.", Author: author})
+			id, err := h.w.gh.AddComment(sampleOwner, sampleRepo, n, sampleUser, "@gohands is this ready?")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := h.send("issue_comment", "d-pr", h.prComment(n, id, "@gohands is this ready?")); got != 202 {
+				t.Fatalf("status %d", got)
+			}
+			if jobs := h.waitDone(n); jobs[0].State != runner.StateSucceeded {
+				t.Fatalf("job %s: %s", jobs[0].State, jobs[0].Reason)
+			}
+			first := string(h.w.llm.Requests()[0].Body)
+			if framed := strings.Contains(first, `author_has_write_access=\"false\"`); framed != tt.outsider {
+				t.Errorf("PR by %s framed as an outsider's: %v, want %v\n%.3000s", author, framed, tt.outsider, first)
+			}
+			if !strings.Contains(first, "Notes for the release.") {
+				t.Errorf("the PR's description is missing:\n%.3000s", first)
+			}
+		})
 	}
 }

@@ -38,14 +38,22 @@ func (r *jobRun) instructions() string {
 	return strings.Join(parts, "\n\n")
 }
 
-// pinned returns the title and body to give the model. When the author
-// has no write access and the text changed after the webhook of the latest
-// request that carried it, the job keeps the text the person who asked had
-// in front of them: an outsider's edit made after a maintainer asked is not
+// outsider reports whether an issue's or PR's author is outside the
+// project: without write access, and not gohands itself, which writes its
+// own PRs' descriptions (other bots, which may quote upstream release
+// notes, are outsiders).
+func (r *jobRun) outsider(author string, authorCanWrite bool) bool {
+	return !authorCanWrite && !strings.EqualFold(author, r.p.cfg.Bot.Login)
+}
+
+// pinned returns the title and body to give the model. When the author is
+// an outsider and the text changed after the webhook of the latest request
+// that carried it, the job keeps the text the person who asked had in
+// front of them: an outsider's edit made after a maintainer asked is not
 // something the maintainer vouched for. A note in the tracking comment says
 // so, and how to have the new text read.
-func (r *jobRun) pinned(kind, title, body string, authorCanWrite bool) (string, string) {
-	if authorCanWrite {
+func (r *jobRun) pinned(kind, title, body string, outsider bool) (string, string) {
+	if !outsider {
 		return title, body
 	}
 	var seen *Seen
@@ -64,14 +72,15 @@ func (r *jobRun) pinned(kind, title, body string, authorCanWrite bool) (string, 
 }
 
 func (r *jobRun) issueTask(is *publish.Issue) taskText {
-	title, body := r.pinned("issue", is.Title, is.Body, is.AuthorCanWrite)
+	outsider := r.outsider(is.Author, is.AuthorCanWrite)
+	title, body := r.pinned("issue", is.Title, is.Body, outsider)
 	d := prompts.IssueData{
 		Repository:  r.repository(),
 		Number:      r.key.Number,
 		Title:       title,
 		Body:        body,
 		Author:      is.Author,
-		Outsider:    !is.AuthorCanWrite,
+		Outsider:    outsider,
 		Labels:      is.Labels,
 		Comments:    writersOnly(is.Comments),
 		Requester:   r.req.Requester,
@@ -88,14 +97,15 @@ func (r *jobRun) prTask(pr *publish.PullRequest) taskText {
 	if trigger == "" {
 		trigger = "Address the review comments on this pull request."
 	}
-	title, body := r.pinned("pull request", pr.Title, pr.Body, pr.AuthorCanWrite)
+	outsider := r.outsider(pr.Author, pr.AuthorCanWrite)
+	title, body := r.pinned("pull request", pr.Title, pr.Body, outsider)
 	d := prompts.PRData{
 		Repository: r.repository(),
 		Number:     r.key.Number,
 		Title:      title,
 		Body:       body,
 		Author:     pr.Author,
-		Outsider:   !pr.AuthorCanWrite,
+		Outsider:   outsider,
 		HeadBranch: pr.HeadRef,
 		BaseBranch: pr.BaseRef,
 		Trigger:    prompts.Comment{Author: r.req.Requester, Body: trigger, CreatedAt: r.req.ReceivedAt},
