@@ -129,6 +129,7 @@ func mustPEM(tb testing.TB, b []byte) []byte {
 	blk, _ := pem.Decode(b)
 	if blk == nil {
 		tb.Fatal("no PEM block")
+		return nil
 	}
 	return blk.Bytes
 }
