@@ -407,6 +407,11 @@ func (c *dockerConn) killForeground(ctx context.Context, shellPid int) (bool, er
 	return code == 0, nil
 }
 
+func (c *dockerConn) readsTerminal(ctx context.Context, shellPid int) (int, error) {
+	_, code, err := c.sb.execOnce(ctx, []string{"/bin/sh", "-c", readsTerminalScript, "sh", strconv.Itoa(shellPid)}, nil)
+	return code, err
+}
+
 // execOnce runs argv in a one-off docker exec (not the persistent shell) and
 // returns its combined output and exit code.
 func (s *dockerSandbox) execOnce(ctx context.Context, argv []string, stdin io.Reader) ([]byte, int, error) {

@@ -200,6 +200,18 @@ func (c *processConn) killForeground(ctx context.Context, shellPid int) (bool, e
 	return syscall.Kill(-tpgid, syscall.SIGKILL) == nil, nil
 }
 
+func (c *processConn) readsTerminal(ctx context.Context, shellPid int) (int, error) {
+	err := exec.CommandContext(ctx, "/bin/sh", "-c", readsTerminalScript, "sh", strconv.Itoa(shellPid)).Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	return 0, nil
+}
+
 func (c *processConn) close() error {
 	c.once.Do(func() {
 		close(c.doneCh)

@@ -250,6 +250,25 @@ func TestShellInput(t *testing.T) {
 			t.Fatalf("after C-d: %+v", res)
 		}
 
+		// A silent reader, which printed no prompt, is found waiting all
+		// the same: the kernel says it is blocked reading the terminal.
+		// (Busybox sh's own read builtin waits in poll, which says nothing;
+		// the unfinished-line guess then decides, as for the prompts above.)
+		res = mustExec(t, sb, sandbox.Command{Command: `head -n 1`, Timeout: 500 * time.Millisecond})
+		if !res.Running || res.TimedOut {
+			t.Fatalf("silent reader: %+v; want it left running for input", res)
+		}
+		res = mustExec(t, sb, sandbox.Command{Command: "sesame", IsInput: true, Timeout: 5 * time.Second})
+		if res.Running || res.Output != "sesame\n" {
+			t.Fatalf("silent reader after input: %+v", res)
+		}
+		// A command that printed an unfinished line but reads nothing is not
+		// waiting for anyone: it is interrupted at its timeout.
+		res = mustExec(t, sb, sandbox.Command{Command: `printf 'compiling'; sleep 30`, Timeout: 500 * time.Millisecond})
+		if res.Running || !res.TimedOut {
+			t.Fatalf("busy command with an unfinished line: %+v; want it interrupted", res)
+		}
+
 		// Input with nothing running is an error, not a hang.
 		if _, err := sb.Exec(context.Background(), sandbox.Command{Command: "x", IsInput: true}); err == nil {
 			t.Error("input with no command running: no error")

@@ -51,6 +51,9 @@ type shellConn interface {
 	// interrupt kills the foreground job of the shell whose pid is given,
 	// used when Ctrl-C did not end it; it reports whether it killed anything.
 	killForeground(ctx context.Context, shellPid int) (bool, error)
+	// readsTerminal runs readsTerminalScript for the shell whose pid is
+	// given and returns its exit code.
+	readsTerminal(ctx context.Context, shellPid int) (int, error)
 	// close ends the shell and releases the terminal.
 	close() error
 	// done is closed by close.
@@ -319,7 +322,7 @@ func (s *shell) exec(ctx context.Context, cmd Command) (Result, error) {
 	case errors.Is(err, errMarkerTimeout):
 		s.flushPending(out)
 		s.running = true
-		if cmd.IsInput || waitingForInput(out) {
+		if cmd.IsInput || s.waitingForInput(ctx, out) {
 			// A program that printed a prompt, or one the agent is talking
 			// to, is left running: the agent decides (more input, or C-c).
 			return Result{Output: out.String(), ExitCode: -1, Running: true, Cwd: s.cwd}, nil
@@ -340,9 +343,32 @@ func (s *shell) exec(ctx context.Context, cmd Command) (Result, error) {
 	}
 }
 
-// waitingForInput guesses that a command which printed a prompt (an
-// unfinished last line) and then stopped is waiting for an answer.
-func waitingForInput(out *capper) bool {
+// readsTerminalScript exits 0 when a process of the terminal's foreground
+// process group of the shell whose pid is $1 (the shell itself, for a
+// builtin such as read) is blocked reading that terminal, 1 when none is,
+// and 2 when the kernel does not say: a wait in poll or select, which may
+// be for the terminal or for a socket, or a wchan the kernel hides. It
+// reads only /proc, as the drivers' other scripts do, so that it runs with
+// busybox.
+const readsTerminalScript = `read -r l < "/proc/$1/stat" || exit 2; tty=$(readlink "/proc/$1/fd/0") || exit 2; ` +
+	`set -- $1 ${l##*) }; fg=$7; [ "$fg" -gt 0 ] || exit 2; res=1; ` +
+	`for d in /proc/[0-9]*; do read -r l < "$d/stat" 2>/dev/null || continue; set -- ${l##*) }; ` +
+	`[ "$3" = "$fg" ] && [ "$1" = S ] || continue; [ "$(readlink "$d/fd/0" 2>/dev/null)" = "$tty" ] || continue; ` +
+	`case "$(cat "$d/wchan" 2>/dev/null)" in n_tty_read|wait_woken) exit 0 ;; ` +
+	`poll_schedule_timeout*|do_select|core_sys_select|do_sys_poll|''|0) res=2 ;; esac; done; exit $res`
+
+// waitingForInput tells whether a command that ran out of time is waiting
+// for the agent, and so is to be left running rather than interrupted: a
+// process in the terminal's foreground is blocked reading the terminal.
+// Where the kernel does not say, a command that printed an unfinished line
+// (a prompt) and went quiet is taken to be waiting.
+func (s *shell) waitingForInput(ctx context.Context, out *capper) bool {
+	switch code, err := s.conn.readsTerminal(ctx, s.pid); {
+	case err == nil && code == 0:
+		return true
+	case err == nil && code == 1:
+		return false
+	}
 	tail := out.tail()
 	return len(tail) > 0 && tail[len(tail)-1] != '\n'
 }
