@@ -456,10 +456,11 @@ func TestTokenRenewedDuringJob(t *testing.T) {
 // TestOutsiderIssueIsPinnedAndFramed is a maintainer labeling an issue
 // opened by someone without write access, who then rewrites it into a
 // prompt injection before the job starts. The model must get the text the
-// maintainer saw, framed as an outsider's report, and never the rewrite;
-// the tracking comment says what happened.
+// maintainer saw, framed as an outsider's report, and never the rewrite,
+// which must not reach the PR's title either; the tracking comment says
+// what happened.
 func TestOutsiderIssueIsPinnedAndFramed(t *testing.T) {
-	h := mustHarness(t, withScript(finishWith("Nothing to change.")))
+	h := mustHarness(t, withScript(fixGreeting, finishWith("Fixed the greeting.")))
 	const (
 		outsider   = "mallory"
 		seenTitle  = "Greeting has a typo"
@@ -499,6 +500,13 @@ func TestOutsiderIssueIsPinnedAndFramed(t *testing.T) {
 		if !strings.Contains(first, want) {
 			t.Errorf("first model request lacks %q:\n%s", want, first)
 		}
+	}
+	prs, err := h.w.gh.PullRequests(sampleOwner, sampleRepo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prs) != 1 || prs[0].Title != seenTitle {
+		t.Errorf("pull requests %+v, want one titled %q", prs, seenTitle)
 	}
 	var note bool
 	for _, c := range h.botComments(n) {

@@ -19,14 +19,16 @@ var files embed.FS
 var tmpl = template.Must(template.New("prompts").Funcs(template.FuncMap{"join": strings.Join, "fence": fence}).ParseFS(files, "templates/*.tmpl"))
 
 // closingTags are the tags the task prompt wraps people's text in.
-var closingTags = regexp.MustCompile(`(?i)</(title|body|issue|pull_request|comment|review_comment|diff_hunk|request)\s*>`)
+var closingTags = regexp.MustCompile(`(?i)<\s*/\s*(title|body|labels|issue|pull_request|comment|review_comment|diff_hunk|request|resume)\s*>`)
 
 // fence keeps text that people wrote inside the tag that wraps it: a
 // closing tag of the prompt's own in it, such as "</issue>" in an issue
 // body meant to end the issue early and pose as gohands' instructions, is
 // written "<\/issue>". Nothing else changes.
 func fence(text string) string {
-	return closingTags.ReplaceAllStringFunc(text, func(tag string) string { return `<\/` + tag[2:] })
+	return closingTags.ReplaceAllStringFunc(text, func(tag string) string {
+		return `<\/` + strings.TrimLeft(tag[1:], " \t\r\n/")
+	})
 }
 
 // SystemData is what the system prompt says about the sandbox.

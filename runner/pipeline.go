@@ -285,7 +285,7 @@ func (r *jobRun) run(ctx context.Context) (result, error) {
 		if pr.State != "" && pr.State != "open" {
 			return out, &userError{fmt.Sprintf("This pull request is %s; reopen it, or ask me on an issue.", pr.State)}
 		}
-		r.title, r.branch, base = pr.Title, pr.HeadRef, pr.BaseRef
+		r.branch, base = pr.HeadRef, pr.BaseRef
 		if pr.IsFork {
 			if !r.p.cfg.ForkNewPR {
 				return out, &userError{fmt.Sprintf("This pull request's branch lives in the fork `%s`, which I cannot push to. "+
@@ -303,7 +303,7 @@ func (r *jobRun) run(ctx context.Context) (result, error) {
 		if err != nil {
 			return out, err
 		}
-		r.title, r.fixes = issue.Title, r.key.Number
+		r.fixes = r.key.Number
 		r.branch = fmt.Sprintf("%sissue-%d", r.p.cfg.Bot.BranchPrefix, r.key.Number)
 		task = r.issueTask(issue)
 	}

@@ -456,3 +456,28 @@ func TestStoreForgetsOldDeliveriesOnWrite(t *testing.T) {
 		t.Fatalf("delivery(new) = %q, %v; want job-2", id, seen)
 	}
 }
+
+// TestStoreMalformedKeyRecord checks that a damaged record of one key
+// neither stops the store from opening (pruning skips it) nor is silently
+// replaced: an enqueue for that key fails and names it, and other keys
+// work.
+func TestStoreMalformedKeyRecord(t *testing.T) {
+	dir := t.TempDir()
+	s := mustStore(t, dir)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketKeys).Put([]byte(keyID(key(1))), []byte(`{"deliveries": [oops`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustStore(t, dir)
+	q := mustQueue(t, s, newFakeExec(), 1)
+	_, err = q.Enqueue(context.Background(), req(key(1), "d1", "x"))
+	if err == nil || !strings.Contains(err.Error(), "octo/hello#1") {
+		t.Fatalf("enqueue on a damaged record: %v; want an error naming the key", err)
+	}
+	mustEnqueue(t, q, req(key(2), "d2", "y"))
+}

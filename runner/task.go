@@ -74,6 +74,7 @@ func (r *jobRun) pinned(kind, title, body string, outsider bool) (string, string
 func (r *jobRun) issueTask(is *publish.Issue) taskText {
 	outsider := r.outsider(is.Author, is.AuthorCanWrite)
 	title, body := r.pinned("issue", is.Title, is.Body, outsider)
+	r.title = title // of the commit and the PR: pinned too
 	d := prompts.IssueData{
 		Repository:  r.repository(),
 		Number:      r.key.Number,
@@ -99,6 +100,7 @@ func (r *jobRun) prTask(pr *publish.PullRequest) taskText {
 	}
 	outsider := r.outsider(pr.Author, pr.AuthorCanWrite)
 	title, body := r.pinned("pull request", pr.Title, pr.Body, outsider)
+	r.title = title // of the commits and of a fork's follow-up PR: pinned too
 	d := prompts.PRData{
 		Repository: r.repository(),
 		Number:     r.key.Number,
