@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,7 @@ const maxBatch = 256
 //	           the deliveries that reached it lately
 //	events     job ID → sub-bucket of 8-byte sequence → JSON event
 //	once       name → RFC 3339 time of the first call
+//	meta       "layout" → the layout's version, storeLayout
 //
 // Enqueuing a new job writes to jobs and requests, where it appends, and to
 // heads and keys. Each bucket a write touches costs a B-tree path of pages
@@ -60,8 +62,17 @@ var (
 	bucketKeys     = []byte("keys")
 	bucketEvents   = []byte("events")
 	bucketOnce     = []byte("once")
-	allBuckets     = [][]byte{bucketJobs, bucketRequests, bucketHeads, bucketKeys, bucketEvents, bucketOnce}
+	bucketMeta     = []byte("meta")
+	allBuckets     = [][]byte{bucketJobs, bucketRequests, bucketHeads, bucketKeys, bucketEvents, bucketOnce, bucketMeta}
 )
+
+// storeLayout is the version of the layout above. Version 1, which had no
+// meta bucket, had a keyjobs and a deliveries bucket instead of keys; it is
+// migrated on open. A store of a later version is refused rather than
+// misread.
+const storeLayout = 2
+
+var metaLayout = []byte("layout")
 
 // Store is the durable state of gohands: jobs, their event logs, the webhook
 // deliveries already seen and "do once" markers, in one bbolt file.
@@ -118,10 +129,20 @@ func OpenStore(dir string) (*Store, error) {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(metaLayout); v != nil {
+			n, err := strconv.Atoi(string(v))
+			if err != nil || n > storeLayout {
+				return fmt.Errorf("the store has layout %q, written by a newer gohands; this one reads layouts up to %d", v, storeLayout)
+			}
+		}
 		if k, _ := tx.Bucket(bucketJobs).Cursor().Last(); k != nil {
 			s.lastID = idTime(string(k))
 		}
-		return migrateKeyIndexes(tx)
+		if err := migrateKeyIndexes(tx); err != nil {
+			return err
+		}
+		return meta.Put(metaLayout, []byte(strconv.Itoa(storeLayout)))
 	})
 	if err != nil {
 		db.Close()

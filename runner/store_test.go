@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -480,4 +481,36 @@ func TestStoreMalformedKeyRecord(t *testing.T) {
 		t.Fatalf("enqueue on a damaged record: %v; want an error naming the key", err)
 	}
 	mustEnqueue(t, q, req(key(2), "d2", "y"))
+}
+
+// TestStoreRefusesNewerLayout checks that a store written by a later
+// gohands, with a layout this one does not know, is refused by name
+// instead of being misread, and is left as it was.
+func TestStoreRefusesNewerLayout(t *testing.T) {
+	dir := t.TempDir()
+	s := mustStore(t, dir)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(metaLayout, []byte(strconv.Itoa(storeLayout+1)))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenStore(dir)
+	if err == nil || !strings.Contains(err.Error(), "newer gohands") {
+		t.Fatalf("OpenStore of a newer layout: %v; want it refused", err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, StoreFile), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(metaLayout); string(v) != strconv.Itoa(storeLayout+1) {
+			t.Errorf("layout after the refused open = %q", v)
+		}
+		return nil
+	})
 }
