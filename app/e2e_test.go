@@ -555,3 +555,31 @@ func TestPRAuthorFraming(t *testing.T) {
 		})
 	}
 }
+
+// TestWrongModelKeyIsExplained checks the word a person gets when the
+// model provider refuses gohands' key: which setting to fix, and no secret.
+func TestWrongModelKeyIsExplained(t *testing.T) {
+	h := mustHarness(t, withScript(finishWith("never")), func(h *harness) { h.w.llm.RequireKey("the-right-key") })
+	if got := h.send("issues", "d-key", h.w.labeled(h.w.issue, "gohands", sampleUser)); got != 202 {
+		t.Fatalf("webhook status %d, want 202", got)
+	}
+	jobs := h.waitDone(h.w.issue)
+	if len(jobs) != 1 || jobs[0].State != runner.StateFailed {
+		t.Fatalf("jobs = %+v, want one failed", jobs)
+	}
+	var final string
+	for _, c := range h.botComments(h.w.issue) {
+		final = c.Body
+	}
+	for _, want := range []string{"❌", "refused the API key", "HTTP 401", "`llm.api_key`"} {
+		if !strings.Contains(final, want) {
+			t.Errorf("tracking comment lacks %q:\n%s", want, final)
+		}
+	}
+	if strings.Contains(final, h.cfg.LLM.APIKey) {
+		t.Errorf("tracking comment shows the API key:\n%s", final)
+	}
+	if !strings.Contains(jobs[0].Reason, "llm.api_key") {
+		t.Errorf("job reason %q does not name llm.api_key", jobs[0].Reason)
+	}
+}

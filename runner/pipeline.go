@@ -433,6 +433,10 @@ func (r *jobRun) work(ctx context.Context, task taskText) (result, error) {
 	}
 	if err != nil {
 		r.saveProgress(ctx, err)
+		if help, ok := agent.ModelErrorHelp(err); ok {
+			r.log.Warn("model request failed", "err", r.mask(err.Error()))
+			return out, &userError{help}
+		}
 		return out, fmt.Errorf("the model failed: %w", err)
 	}
 	// From here the job commits and publishes: a shutdown that arrives now

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"path"
 	"strings"
 	"testing"
@@ -470,5 +472,60 @@ func TestDirectoryViewLeavesARunningCommandAlone(t *testing.T) {
 	}
 	if !strings.Contains(obs[3], "files and directories up to 2 levels deep") {
 		t.Errorf("directory view afterwards: %q", obs[3])
+	}
+}
+
+// TestModelErrorHelp runs the loop against a model that fails in each of
+// the ways people meet, and checks the sentence they are given names what
+// to check.
+func TestModelErrorHelp(t *testing.T) {
+	sb := mustSandbox(t, nil)
+	fails := func(status int) []apptest.LLMStep {
+		return []apptest.LLMStep{{Status: status}, {Status: status}, {Status: status}, {Status: status}}
+	}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	tests := []struct {
+		name string
+		cfg  func() Config
+		want []string
+	}{
+		{"wrong key", func() Config {
+			llm := apptest.NewLLM(t, finishStep("never"))
+			llm.RequireKey("the-right-key")
+			return testConfig(llm)
+		}, []string{"refused the API key", "HTTP 401", "Incorrect API key provided", "`llm.api_key`", "OPENAI_API_KEY"}},
+		{"unknown model", func() Config { return testConfig(apptest.NewLLM(t, fails(404)...)) },
+			[]string{"no such model", "HTTP 404", "`llm.model`"}},
+		{"rate limited", func() Config { return testConfig(apptest.NewLLM(t, fails(429)...)) },
+			[]string{"HTTP 429", "Try again later"}},
+		{"provider down", func() Config { return testConfig(apptest.NewLLM(t, fails(503)...)) },
+			[]string{"kept failing", "HTTP 503"}},
+		{"nothing listening", func() Config {
+			cfg := testConfig(apptest.NewLLM(t))
+			cfg.BaseURL = closedURL + "/v1"
+			return cfg
+		}, []string{"could not get an answer", "`llm.base_url`", "connection refused"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Run(context.Background(), tt.cfg(), sb, Task{System: "s", User: "go"}, nil, Hooks{})
+			if err == nil || res.Stop != StopLLMError {
+				t.Fatalf("Run = %+v, %v; want a model error", res, err)
+			}
+			help, ok := ModelErrorHelp(err)
+			if !ok {
+				t.Fatalf("ModelErrorHelp(%v) says it is not a model error", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(help, w) {
+					t.Errorf("help %q lacks %q", help, w)
+				}
+			}
+		})
+	}
+	if _, ok := ModelErrorHelp(errors.New("the sandbox died")); ok {
+		t.Error("ModelErrorHelp claims an error that is not the model's")
 	}
 }

@@ -172,3 +172,56 @@ func retryable(err error) bool {
 	var netErr net.Error
 	return errors.As(err, &netErr)
 }
+
+// ModelErrorHelp turns a failed model request into a sentence for the
+// person who asked, naming the setting to check, such as a refused key
+// (llm.api_key) or an unknown model (llm.model). The second result is false
+// when err is not a model API failure.
+func ModelErrorHelp(err error) (string, bool) {
+	var (
+		apiErr *openai.APIError
+		reqErr *openai.RequestError
+		netErr net.Error
+		status int
+		detail string
+	)
+	switch {
+	case errors.As(err, &apiErr):
+		status, detail = apiErr.HTTPStatusCode, apiErr.Message
+	case errors.As(err, &reqErr):
+		status = reqErr.HTTPStatusCode
+	case errors.Is(err, errEmptyAnswer):
+		return "The model answered with no choice at all, several times. Check `llm.model` and the provider's status.", true
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr):
+		return fmt.Sprintf("gohands could not get an answer from the model at `llm.base_url` (%s). Check that the address is right and reachable from the gohands host.", rootCause(err)), true
+	default:
+		return "", false
+	}
+	if d := strings.TrimSpace(detail); d != "" {
+		detail = fmt.Sprintf(" (%.200s)", d)
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return fmt.Sprintf("The model provider refused the API key: HTTP %d%s. Check `llm.api_key` (in GitHub Actions, the `OPENAI_API_KEY` secret) and `llm.base_url`.", status, detail), true
+	case status == http.StatusNotFound:
+		return fmt.Sprintf("The model provider knows no such model or endpoint: HTTP 404%s. Check `llm.model` and `llm.base_url` (it usually ends in `/v1`).", detail), true
+	case status == http.StatusTooManyRequests:
+		return fmt.Sprintf("The model provider kept limiting the request rate: HTTP 429%s, even after waiting between retries. Try again later, or raise the provider's limits.", detail), true
+	case status >= 500:
+		return fmt.Sprintf("The model provider kept failing: HTTP %d%s, even after retries. Try again later.", status, detail), true
+	case status != 0:
+		return fmt.Sprintf("The model provider refused the request: HTTP %d%s. Check `llm.model`, `llm.context_window` and `llm.max_tokens` against what the provider offers.", status, detail), true
+	}
+	return fmt.Sprintf("The model request failed: %s.", rootCause(err)), true
+}
+
+// rootCause is the innermost error's text.
+func rootCause(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
