@@ -583,3 +583,27 @@ func TestWrongModelKeyIsExplained(t *testing.T) {
 		t.Errorf("job reason %q does not name llm.api_key", jobs[0].Reason)
 	}
 }
+
+// TestPushRefusedIsExplained checks the word a person gets when GitHub
+// refuses gohands' push, as it does for an App installed without the
+// contents: write permission.
+func TestPushRefusedIsExplained(t *testing.T) {
+	h := mustHarness(t, withScript(fixGreeting, finishWith("Fixed the greeting.")))
+	h.w.git.SetReadOnly(true)
+	if got := h.send("issues", "d-ro", h.w.labeled(h.w.issue, "gohands", sampleUser)); got != 202 {
+		t.Fatalf("webhook status %d, want 202", got)
+	}
+	jobs := h.waitDone(h.w.issue)
+	if len(jobs) != 1 || jobs[0].State != runner.StateFailed {
+		t.Fatalf("jobs = %+v, want one failed", jobs)
+	}
+	var final string
+	for _, c := range h.botComments(h.w.issue) {
+		final = c.Body
+	}
+	for _, want := range []string{"❌", "GitHub refused my git access", "**Contents: Read and write**", "denied"} {
+		if !strings.Contains(final, want) {
+			t.Errorf("tracking comment lacks %q:\n%s", want, final)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/google/go-github/v66/github"
 
 	"github.com/gohands/gohands/runner/agent"
@@ -692,6 +693,9 @@ func (r *jobRun) finish(ctx, runCtx context.Context, out result, err error) erro
 			o.Failure = uerr.msg
 		default:
 			o.Failure = "Something went wrong: " + err.Error()
+			if help, ok := gitAccessHelp(err); ok {
+				o.Failure = help + "\n\n(" + err.Error() + ")"
+			}
 		}
 		r.log.Warn("job failed", "err", err)
 		r.finishComment(fctx, o)
@@ -705,6 +709,23 @@ func (r *jobRun) finish(ctx, runCtx context.Context, out result, err error) erro
 	r.finishComment(fctx, o)
 	r.react(fctx, "rocket")
 	return nil
+}
+
+// gitAccessHelp says what to check when GitHub refuses gohands' git
+// access, which is most often a permission of the App.
+func gitAccessHelp(err error) (string, bool) {
+	switch {
+	case errors.Is(err, transport.ErrAuthorizationFailed):
+		return "GitHub refused my git access to this repository. The App needs the **Contents: Read and write** permission: " +
+			"check it in the App's settings, and accept the updated permissions in the installation if GitHub asks. " +
+			"A branch protection rule or ruleset that matches my branch refuses pushes too.", true
+	case errors.Is(err, transport.ErrAuthenticationRequired):
+		return "GitHub did not accept the App's installation token for git. Check `github.app.integration_id` and " +
+			"`github.app.private_key`, and that the App is still installed on this repository.", true
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return "GitHub says this repository does not exist for the App: check that the installation has access to it.", true
+	}
+	return "", false
 }
 
 // branchWithWork is the job's branch when it holds work (pushed now or

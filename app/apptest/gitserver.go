@@ -59,6 +59,8 @@ type GitServer struct {
 	uploadPackBytes     atomic.Int64
 	receivePackRequests atomic.Int64
 	unauthorized        atomic.Int64
+	deniedPushes        atomic.Int64
+	readOnly            atomic.Bool
 
 	mu sync.Mutex // serializes writes by the helpers (CreateRepo, PushCommit)
 }
@@ -132,6 +134,10 @@ func (s *GitServer) SetAuthorize(authorize func(token string) bool) {
 // Close stops the server; the repositories stay on disk under Root.
 func (s *GitServer) Close() { s.srv.Close() }
 
+// SetReadOnly makes every push fail with 403, as GitHub does for an App
+// installed without the contents: write permission; fetches still work.
+func (s *GitServer) SetReadOnly(readOnly bool) { s.readOnly.Store(readOnly) }
+
 // Stats returns the counters since the start or the last ResetStats.
 func (s *GitServer) Stats() GitServerStats {
 	return GitServerStats{
@@ -169,6 +175,12 @@ func (s *GitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(parts) < 3 || !gitNameRE.MatchString(parts[0]) || !strings.HasSuffix(parts[1], ".git") ||
 		!gitNameRE.MatchString(strings.TrimSuffix(parts[1], ".git")) {
 		http.Error(w, "not a repository path: want /owner/name.git/...", http.StatusNotFound)
+		return
+	}
+	if s.readOnly.Load() && (r.URL.Query().Get("service") == "git-receive-pack" || strings.HasSuffix(r.URL.Path, "/git-receive-pack")) {
+		// What GitHub answers a token without contents: write.
+		s.deniedPushes.Add(1)
+		http.Error(w, fmt.Sprintf("Permission to %s/%s denied to %s.", parts[0], parts[1], user), http.StatusForbidden)
 		return
 	}
 	r = r.Clone(r.Context())
