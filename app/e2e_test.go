@@ -607,3 +607,26 @@ func TestPushRefusedIsExplained(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingPermissionIsExplained checks the word a person gets when the
+// App lacks the permission to open pull requests.
+func TestMissingPermissionIsExplained(t *testing.T) {
+	h := mustHarness(t, withScript(fixGreeting, finishWith("Fixed the greeting.")))
+	h.w.gh.Deny("POST", "/repos/{owner}/{repo}/pulls")
+	if got := h.send("issues", "d-perm", h.w.labeled(h.w.issue, "gohands", sampleUser)); got != 202 {
+		t.Fatalf("webhook status %d, want 202", got)
+	}
+	jobs := h.waitDone(h.w.issue)
+	if len(jobs) != 1 || jobs[0].State != runner.StateFailed {
+		t.Fatalf("jobs = %+v, want one failed", jobs)
+	}
+	var final string
+	for _, c := range h.botComments(h.w.issue) {
+		final = c.Body
+	}
+	for _, want := range []string{"❌", "lacks a permission", "**Pull requests: Read and write**", "/pulls", "gohands/issue-1"} {
+		if !strings.Contains(final, want) {
+			t.Errorf("tracking comment lacks %q:\n%s", want, final)
+		}
+	}
+}

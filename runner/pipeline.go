@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -693,7 +694,7 @@ func (r *jobRun) finish(ctx, runCtx context.Context, out result, err error) erro
 			o.Failure = uerr.msg
 		default:
 			o.Failure = "Something went wrong: " + err.Error()
-			if help, ok := gitAccessHelp(err); ok {
+			if help, ok := accessHelp(err); ok {
 				o.Failure = help + "\n\n(" + err.Error() + ")"
 			}
 		}
@@ -711,10 +712,17 @@ func (r *jobRun) finish(ctx, runCtx context.Context, out result, err error) erro
 	return nil
 }
 
-// gitAccessHelp says what to check when GitHub refuses gohands' git
+// accessHelp says what to check when GitHub refuses gohands' git or API
 // access, which is most often a permission of the App.
-func gitAccessHelp(err error) (string, bool) {
+func accessHelp(err error) (string, bool) {
+	var ghErr *github.ErrorResponse
 	switch {
+	case errors.As(err, &ghErr) && ghErr.Response != nil && ghErr.Response.Request != nil &&
+		ghErr.Response.StatusCode == http.StatusForbidden && strings.Contains(ghErr.Message, "not accessible by integration"):
+		req := ghErr.Response.Request
+		return fmt.Sprintf("GitHub refused the App a call it needs (`%s %s`): the App lacks a permission. It needs %s; "+
+			"check the App's permissions, and accept the updated permissions in the installation if GitHub asks.",
+			req.Method, req.URL.Path, permissionFor(req.URL.Path)), true
 	case errors.Is(err, transport.ErrAuthorizationFailed):
 		return "GitHub refused my git access to this repository. The App needs the **Contents: Read and write** permission: " +
 			"check it in the App's settings, and accept the updated permissions in the installation if GitHub asks. " +
@@ -726,6 +734,19 @@ func gitAccessHelp(err error) (string, bool) {
 		return "GitHub says this repository does not exist for the App: check that the installation has access to it.", true
 	}
 	return "", false
+}
+
+// permissionFor names the App permission a REST path needs.
+func permissionFor(path string) string {
+	switch {
+	case strings.Contains(path, "/pulls"):
+		return "**Pull requests: Read and write**"
+	case strings.Contains(path, "/issues"):
+		return "**Issues: Read and write**"
+	case strings.Contains(path, "/contents") || strings.Contains(path, "/git/"):
+		return "**Contents: Read and write**"
+	}
+	return "the permissions listed in `deploy/app-manifest.yml`"
 }
 
 // branchWithWork is the job's branch when it holds work (pushed now or

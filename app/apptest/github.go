@@ -115,6 +115,7 @@ type GitHub struct {
 	reactions      []ghReaction
 	manifestCodes  map[string]bool
 	failPermission int
+	denied         map[string]bool // "METHOD pattern" → answer 403 (see Deny)
 }
 
 // NewGitHubServer starts a GitHub emulator on a loopback port. Call Close when done.
@@ -241,6 +242,19 @@ func (g *GitHub) FailPermission(n int) {
 	g.failPermission = n
 }
 
+// Deny makes the endpoint of method and pattern, as the emulator's routes
+// write it (such as "POST", "/repos/{owner}/{repo}/pulls"), answer 403
+// "Resource not accessible by integration", as GitHub does when the App
+// lacks the permission the endpoint needs.
+func (g *GitHub) Deny(method, pattern string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.denied == nil {
+		g.denied = map[string]bool{}
+	}
+	g.denied[method+" "+pattern] = true
+}
+
 // AddManifestCode registers a one-time code for POST /app-manifests/{code}/conversions.
 func (g *GitHub) AddManifestCode(code string) {
 	g.mu.Lock()
@@ -294,6 +308,7 @@ const (
 
 type ghRoute struct {
 	method  string
+	raw     string // the pattern as written, for Deny
 	pattern []string
 	auth    authKind
 	handle  func(*ghCtx)
@@ -352,6 +367,10 @@ func (g *GitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		c.params = params
 		if !g.authenticate(c, rt.auth) {
+			return
+		}
+		if g.denied[rt.method+" "+rt.raw] {
+			c.fail(http.StatusForbidden, "Resource not accessible by integration")
 			return
 		}
 		rt.handle(c)

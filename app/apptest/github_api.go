@@ -165,7 +165,7 @@ var validReactions = []string{"+1", "-1", "laugh", "confused", "heart", "hooray"
 
 func (g *GitHub) buildRoutes() []ghRoute {
 	r := func(method, pattern string, auth authKind, h func(*ghCtx)) ghRoute {
-		return ghRoute{method: method, pattern: splitPath(pattern), auth: auth, handle: h}
+		return ghRoute{method: method, raw: pattern, pattern: splitPath(pattern), auth: auth, handle: h}
 	}
 	const repo = "/repos/{owner}/{repo}"
 	// Literal segments must come before wildcards at the same position:
