@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -27,6 +28,8 @@ type ActionEnv struct {
 	ServerURL  string // GITHUB_SERVER_URL
 	RunID      string // GITHUB_RUN_ID, for the delivery id
 	Temp       string // RUNNER_TEMP, where the store goes when the config names none
+	Output     string // GITHUB_OUTPUT, the file of the step's outputs
+	Summary    string // GITHUB_STEP_SUMMARY, the file of the run's summary (Markdown)
 }
 
 // actionEnvFromOS reads ActionEnv from the environment and names what is missing.
@@ -40,6 +43,8 @@ func actionEnvFromOS() (ActionEnv, error) {
 		ServerURL:  os.Getenv("GITHUB_SERVER_URL"),
 		RunID:      os.Getenv("GITHUB_RUN_ID"),
 		Temp:       os.Getenv("RUNNER_TEMP"),
+		Output:     os.Getenv("GITHUB_OUTPUT"),
+		Summary:    os.Getenv("GITHUB_STEP_SUMMARY"),
 	}
 	var missing []string
 	for name, v := range map[string]string{
@@ -110,6 +115,9 @@ func runAction(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if err := writeActionResult(env, job); err != nil {
+		log.Warn("write the step's outputs and summary", "err", err)
+	}
 	if job == nil {
 		fmt.Fprintf(stdout, "gohands: nothing to do for this %s event\n", env.EventName)
 		return nil
@@ -123,6 +131,70 @@ func runAction(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("job %s: %s", job.State, job.Reason)
 	}
 	return nil
+}
+
+// writeActionResult tells the workflow what the job did: step outputs in
+// GITHUB_OUTPUT for later steps (state, job_id, pull_request,
+// pull_request_url, reason) and a few lines in the run's summary
+// (GITHUB_STEP_SUMMARY). Outside a runner neither file is named and
+// nothing is written. job is nil when the event asked for nothing.
+func writeActionResult(env ActionEnv, job *runner.Job) error {
+	state, summary := "skipped", fmt.Sprintf("Nothing to do for this `%s` event: it is not a request to gohands, or not from someone with write access.", env.EventName)
+	var jobID, pr, prURL, reason string
+	if job != nil {
+		state, jobID, reason = string(job.State), job.ID, job.Reason
+		issueURL := fmt.Sprintf("%s/%s/%s/issues/%d", strings.TrimSuffix(env.ServerURL, "/"), job.Key.Owner, job.Key.Repo, job.Key.Number)
+		summary = fmt.Sprintf("Job `%s` on [%s](%s) %s", job.ID, job.Key, issueURL, job.State)
+		if job.PullRequest > 0 {
+			pr = strconv.Itoa(job.PullRequest)
+			prURL = fmt.Sprintf("%s/%s/%s/pull/%d", strings.TrimSuffix(env.ServerURL, "/"), job.Key.Owner, job.Key.Repo, job.PullRequest)
+			summary += fmt.Sprintf(": pull request [#%d](%s)", job.PullRequest, prURL)
+		}
+		summary += "."
+		if reason != "" {
+			summary += "\n\n" + reason
+		}
+	}
+	icon := map[string]string{"succeeded": "✅ ", "failed": "❌ ", "cancelled": "⏹️ "}[state]
+	var errs []error
+	if env.Summary != "" {
+		errs = append(errs, appendFile(env.Summary, fmt.Sprintf("### %sgohands\n\n%s\n", icon, summary)))
+	}
+	if env.Output != "" {
+		var b strings.Builder
+		for _, kv := range [][2]string{{"state", state}, {"job_id", jobID}, {"pull_request", pr}, {"pull_request_url", prURL}, {"reason", reason}} {
+			writeOutput(&b, kv[0], kv[1])
+		}
+		errs = append(errs, appendFile(env.Output, b.String()))
+	}
+	return errors.Join(errs...)
+}
+
+// writeOutput writes one step output in GITHUB_OUTPUT's format: name=value,
+// or a heredoc with a delimiter the value cannot contain when it spans
+// lines.
+func writeOutput(b *strings.Builder, name, value string) {
+	if !strings.ContainsAny(value, "\r\n") {
+		fmt.Fprintf(b, "%s=%s\n", name, value)
+		return
+	}
+	delim := "gohands_EOF"
+	for strings.Contains(value, delim) {
+		delim += "_"
+	}
+	fmt.Fprintf(b, "%s<<%s\n%s\n%s\n", name, delim, value, delim)
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // ActionOptions are the Actions mode's parts that are not configuration.

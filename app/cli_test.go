@@ -74,8 +74,11 @@ func TestActionCommand(t *testing.T) {
 	if err := os.WriteFile(configPath, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	outputs, summary := filepath.Join(dir, "outputs"), filepath.Join(dir, "summary.md")
 	cmd := exec.Command(bin, "action", "-config", configPath)
 	cmd.Env = append(os.Environ(),
+		"GITHUB_OUTPUT="+outputs,
+		"GITHUB_STEP_SUMMARY="+summary,
 		"GITHUB_EVENT_NAME=issues",
 		"GITHUB_EVENT_PATH="+eventPath,
 		"GITHUB_TOKEN="+w.gh.ActionsToken,
@@ -101,13 +104,28 @@ func TestActionCommand(t *testing.T) {
 	if strings.Contains(string(out), w.gh.ActionsToken) {
 		t.Errorf("the token appears in the output")
 	}
+	// Later steps get the outcome as outputs; the run's page as a summary.
+	got, _ := os.ReadFile(outputs)
+	for _, want := range []string{"state=succeeded\n", "pull_request=2\n", "pull_request_url=" + w.gh.URL + "/octo-org/greet/pull/2\n", "job_id=2", "reason=\n"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("GITHUB_OUTPUT lacks %q:\n%s", want, got)
+		}
+	}
+	got, _ = os.ReadFile(summary)
+	if !strings.Contains(string(got), "### ✅ gohands") || !strings.Contains(string(got), "pull request [#2]("+w.gh.URL+"/octo-org/greet/pull/2)") {
+		t.Errorf("GITHUB_STEP_SUMMARY:\n%s", got)
+	}
 
 	// An event that asks for nothing ends at once with exit code 0.
 	cmd = exec.Command(bin, "action", "-config", configPath)
-	cmd.Env = append(os.Environ(), "GITHUB_EVENT_NAME=push", "GITHUB_EVENT_PATH="+eventPath,
+	os.Remove(outputs)
+	cmd.Env = append(os.Environ(), "GITHUB_OUTPUT="+outputs, "GITHUB_EVENT_NAME=push", "GITHUB_EVENT_PATH="+eventPath,
 		"GITHUB_TOKEN="+w.gh.ActionsToken, "GITHUB_REPOSITORY=octo-org/greet", "GITHUB_API_URL="+w.gh.URL)
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "nothing to do") {
 		t.Errorf("push event: %v\n%s", err, out)
+	}
+	if got, _ := os.ReadFile(outputs); !strings.HasPrefix(string(got), "state=skipped\njob_id=\n") {
+		t.Errorf("GITHUB_OUTPUT after a push event:\n%s", got)
 	}
 
 	// Outside Actions it says what is missing.
@@ -132,5 +150,17 @@ func TestDemoWithoutDocker(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestActionOutputSpansLines checks that a value over several lines, even
+// one holding the usual delimiter, reads back as one output.
+func TestActionOutputSpansLines(t *testing.T) {
+	var b strings.Builder
+	writeOutput(&b, "state", "failed")
+	writeOutput(&b, "reason", "the model failed\ngohands_EOF\nstate=succeeded")
+	want := "state=failed\nreason<<gohands_EOF_\nthe model failed\ngohands_EOF\nstate=succeeded\ngohands_EOF_\n"
+	if b.String() != want {
+		t.Errorf("outputs:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

@@ -338,14 +338,29 @@ func TestAction(t *testing.T) {
 			t.Errorf("no input %s", in)
 		}
 	}
+	// Each output the action declares comes from the step that runs
+	// gohands, under the name `gohands action` writes to GITHUB_OUTPUT.
+	outputs, _ := get(a, "outputs").(map[string]any)
+	for _, out := range []string{"state", "job_id", "pull_request", "pull_request_url", "reason"} {
+		if got, want := fmt.Sprint(get(outputs, out, "value")), "${{ steps.gohands.outputs."+out+" }}"; got != want {
+			t.Errorf("output %s = %s, want %s", out, got, want)
+		}
+	}
+	var ids []string
 	var steps strings.Builder
 	for _, s := range get(a, "runs", "steps").([]any) {
+		if strings.Contains(fmt.Sprint(get(s, "run")), "gohands action") {
+			ids = append(ids, fmt.Sprint(get(s, "id")))
+		}
 		fmt.Fprintln(&steps, get(s, "run"), get(s, "uses"))
 		if run, ok := get(s, "run").(string); ok {
 			if out, err := exec.Command("bash", "-n", "-c", run).CombinedOutput(); err != nil {
 				t.Errorf("step %v: bash -n: %v\n%s", get(s, "name"), err, out)
 			}
 		}
+	}
+	if len(ids) != 1 || ids[0] != "gohands" {
+		t.Errorf("the steps running gohands have ids %v, want one: gohands", ids)
 	}
 	for _, want := range []string{"actions/setup-go", "go install \"github.com/gohands/gohands/cmd/gohands@", "gohands action"} {
 		if !strings.Contains(steps.String(), want) {
