@@ -384,7 +384,15 @@ func (s *shell) interrupt(ctx context.Context, out *capper) error {
 	kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	killed, _ := s.conn.killForeground(kctx, s.pid)
 	cancel()
-	if killed && s.settle(ctx, out, 3*time.Second) {
+	if !killed {
+		// Nothing to kill: the shell itself runs the command (a loop of
+		// builtins), and Ctrl-C is the only way short of a new shell that
+		// keeps its state. On a loaded machine it can take longer.
+		if _, err := io.WriteString(s.conn, "\x03"); err != nil {
+			return s.reset(ctx)
+		}
+	}
+	if s.settle(ctx, out, 3*time.Second) {
 		return nil
 	}
 	return s.reset(ctx)
