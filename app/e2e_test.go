@@ -556,31 +556,40 @@ func TestPRAuthorFraming(t *testing.T) {
 	}
 }
 
-// TestWrongModelKeyIsExplained checks the word a person gets when the
-// model provider refuses gohands' key: which setting to fix, and no secret.
-func TestWrongModelKeyIsExplained(t *testing.T) {
-	h := mustHarness(t, withScript(finishWith("never")), func(h *harness) { h.w.llm.RequireKey("the-right-key") })
-	if got := h.send("issues", "d-key", h.w.labeled(h.w.issue, "gohands", sampleUser)); got != 202 {
-		t.Fatalf("webhook status %d, want 202", got)
+// labelAndFail labels the sample issue, waits for its one job to fail, and
+// checks that the final tracking comment holds each of wants; it returns
+// the job and that comment.
+func (h *harness) labelAndFail(delivery string, wants ...string) (*runner.Job, string) {
+	h.t.Helper()
+	if got := h.send("issues", delivery, h.w.labeled(h.w.issue, "gohands", sampleUser)); got != 202 {
+		h.t.Fatalf("webhook status %d, want 202", got)
 	}
 	jobs := h.waitDone(h.w.issue)
 	if len(jobs) != 1 || jobs[0].State != runner.StateFailed {
-		t.Fatalf("jobs = %+v, want one failed", jobs)
+		h.t.Fatalf("jobs = %+v, want one failed", jobs)
 	}
 	var final string
 	for _, c := range h.botComments(h.w.issue) {
 		final = c.Body
 	}
-	for _, want := range []string{"❌", "refused the API key", "HTTP 401", "`llm.api_key`"} {
+	for _, want := range append([]string{"❌"}, wants...) {
 		if !strings.Contains(final, want) {
-			t.Errorf("tracking comment lacks %q:\n%s", want, final)
+			h.t.Errorf("tracking comment lacks %q:\n%s", want, final)
 		}
 	}
+	return jobs[0], final
+}
+
+// TestWrongModelKeyIsExplained checks the word a person gets when the
+// model provider refuses gohands' key: which setting to fix, and no secret.
+func TestWrongModelKeyIsExplained(t *testing.T) {
+	h := mustHarness(t, withScript(finishWith("never")), func(h *harness) { h.w.llm.RequireKey("the-right-key") })
+	job, final := h.labelAndFail("d-key", "refused the API key", "HTTP 401", "`llm.api_key`")
 	if strings.Contains(final, h.cfg.LLM.APIKey) {
 		t.Errorf("tracking comment shows the API key:\n%s", final)
 	}
-	if !strings.Contains(jobs[0].Reason, "llm.api_key") {
-		t.Errorf("job reason %q does not name llm.api_key", jobs[0].Reason)
+	if !strings.Contains(job.Reason, "llm.api_key") {
+		t.Errorf("job reason %q does not name llm.api_key", job.Reason)
 	}
 }
 
@@ -590,22 +599,7 @@ func TestWrongModelKeyIsExplained(t *testing.T) {
 func TestPushRefusedIsExplained(t *testing.T) {
 	h := mustHarness(t, withScript(fixGreeting, finishWith("Fixed the greeting.")))
 	h.w.git.SetReadOnly(true)
-	if got := h.send("issues", "d-ro", h.w.labeled(h.w.issue, "gohands", sampleUser)); got != 202 {
-		t.Fatalf("webhook status %d, want 202", got)
-	}
-	jobs := h.waitDone(h.w.issue)
-	if len(jobs) != 1 || jobs[0].State != runner.StateFailed {
-		t.Fatalf("jobs = %+v, want one failed", jobs)
-	}
-	var final string
-	for _, c := range h.botComments(h.w.issue) {
-		final = c.Body
-	}
-	for _, want := range []string{"❌", "GitHub refused my git access", "**Contents: Read and write**", "denied"} {
-		if !strings.Contains(final, want) {
-			t.Errorf("tracking comment lacks %q:\n%s", want, final)
-		}
-	}
+	h.labelAndFail("d-ro", "GitHub refused my git access", "**Contents: Read and write**", "denied")
 }
 
 // TestMissingPermissionIsExplained checks the word a person gets when the
@@ -613,20 +607,5 @@ func TestPushRefusedIsExplained(t *testing.T) {
 func TestMissingPermissionIsExplained(t *testing.T) {
 	h := mustHarness(t, withScript(fixGreeting, finishWith("Fixed the greeting.")))
 	h.w.gh.Deny("POST", "/repos/{owner}/{repo}/pulls")
-	if got := h.send("issues", "d-perm", h.w.labeled(h.w.issue, "gohands", sampleUser)); got != 202 {
-		t.Fatalf("webhook status %d, want 202", got)
-	}
-	jobs := h.waitDone(h.w.issue)
-	if len(jobs) != 1 || jobs[0].State != runner.StateFailed {
-		t.Fatalf("jobs = %+v, want one failed", jobs)
-	}
-	var final string
-	for _, c := range h.botComments(h.w.issue) {
-		final = c.Body
-	}
-	for _, want := range []string{"❌", "lacks a permission", "**Pull requests: Read and write**", "/pulls", "gohands/issue-1"} {
-		if !strings.Contains(final, want) {
-			t.Errorf("tracking comment lacks %q:\n%s", want, final)
-		}
-	}
+	h.labelAndFail("d-perm", "lacks a permission", "**Pull requests: Read and write**", "/pulls", "gohands/issue-1")
 }
